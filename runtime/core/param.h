@@ -1,0 +1,276 @@
+// Param<T>: a trainable value (usually a tensor) with an identity, lazy
+// initialization and load/save transformations.
+//
+// Modules hold their weights as Param<Tensor<...>>. Building a model for
+// inference and then loading a checkpoint should never allocate the random
+// initial weights the checkpoint is about to replace, so a Param can be created
+// *uninitialized*: it keeps an init function plus the device, shape and
+// require-grad flag the value will have, and runs the function on first read.
+//
+//   auto weight = kindling::Param<Tensor<2>>::Uninitialized(
+//       kindling::ParamId::New(),
+//       [](const Device& device, bool require_grad) {
+//         return Tensor<2>::RandomNormal({512, 256}, device, ...);
+//       },
+//       Device::Cpu(), /*require_grad=*/true, Shape{512, 256});
+//   weight.lazy_shape();          // {512, 256}; nothing allocated
+//   const Tensor<2>& w = *weight; // runs the init function now
+//
+// The laziness contract:
+//   * Reading the value (val(), operator*, operator->, consume()) initializes.
+//     Nothing that only needs metadata does: lazy_device(), lazy_shape(),
+//     lazy_is_require_grad(), id(), copying, setting mappers.
+//   * Copies share one state. Copying a Param costs one refcount increment and
+//     allocates nothing, lazy or not. All copies see the same value: the init
+//     function runs at most once however many copies read it, and a copy read
+//     after the original equals it. (Burn's first lazy clone gave each clone its
+//     own init run, so clones held different random weights; see DESIGN.md.)
+//   * Operations that change the value (map, init_mapper, set_require_grad,
+//     load) return a Param with a state of its own; the other copies keep
+//     theirs. On a still-lazy Param, init_mapper and set_require_grad stay lazy:
+//     the new state is *derived*, computed on first read as f(original value).
+//     The original's init function therefore still runs at most once, and a
+//     tied copy (say `decoder.embed = encoder.embed.set_require_grad(false)`)
+//     holds the same weights as its source.
+//   * load() never runs the init function.
+//
+// Thread safety: every const member function may be called from any number of
+// threads at once; concurrent first reads run the init function once (see
+// SyncOnceCell) and all readers get that value. Assigning to a Param while
+// another thread reads the same Param object is a data race, as for any C++
+// value type. Init and map functions must be safe to call from any thread.
+//
+// A moved-from Param may only be assigned to or destroyed; reading it aborts.
+#ifndef KINDLING_CORE_PARAM_H_
+#define KINDLING_CORE_PARAM_H_
+
+#include <concepts>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "kindling/core/check.h"
+#include "kindling/core/param_id.h"
+#include "kindling/core/param_mapper.h"
+#include "kindling/core/parameter.h"
+#include "kindling/core/sync_once_cell.h"
+
+namespace kindling {
+
+template <Parameter T>
+class Param {
+ public:
+  using DeviceType = typename T::DeviceType;
+  using ShapeType = typename T::ShapeType;
+  // InitFn is called as init(device, require_grad). It is shared by copies and
+  // by derived params, so it must be callable many times and from any thread.
+  using InitFn = std::function<T(const DeviceType& device, bool require_grad)>;
+  using MapFn = std::function<T(T)>;
+
+  // Initialized() wraps a value that already exists.
+  static Param Initialized(ParamId id, T value) {
+    return Param(id, std::make_shared<State>(std::move(value)), {});
+  }
+
+  // Uninitialized() creates a lazy Param: `init` runs on first read, with
+  // `device` and `require_grad`. `shape` is what lazy_shape() reports until
+  // then, and must be the shape `init` produces.
+  static Param Uninitialized(ParamId id, InitFn init, DeviceType device,
+                             bool require_grad, ShapeType shape) {
+    KINDLING_CHECK(init != nullptr, "Param %s: empty init function",
+                   id.ToString());
+    return Param(id,
+                 std::make_shared<State>(
+                     LazySpec{std::move(device), require_grad, std::move(shape)},
+                     std::make_shared<const InitFn>(std::move(init))),
+                 {});
+  }
+
+  ParamId id() const { return id_; }
+
+  // val() returns the value, initializing it on first call. The reference is
+  // valid as long as this Param (or a copy sharing its state) lives and is not
+  // assigned to.
+  const T& val() const {
+    KINDLING_CHECK(state_ != nullptr, "Param %s read after move", id_.ToString());
+    if (const T* value = state_->cell.get()) return *value;
+    return Resolve(*state_);
+  }
+  const T& operator*() const { return val(); }
+  const T* operator->() const { return &val(); }
+
+  // is_initialized() is true once the value exists, whichever copy read it.
+  bool is_initialized() const {
+    return state_ != nullptr && state_->cell.is_initialized();
+  }
+
+  // shares_state_with() is true when both are copies of one Param: they hold
+  // (or will hold) the same value.
+  bool shares_state_with(const Param& other) const {
+    return state_ == other.state_;
+  }
+
+  // consume() returns the id, the value (initializing it) and the mapper, and
+  // leaves this Param moved-from.
+  std::tuple<ParamId, T, ParamMapper<T>> consume() && {
+    T value = val();
+    state_.reset();
+    return {id_, std::move(value), std::move(mapper_)};
+  }
+
+  // into_value() returns the value (initializing it); this Param is moved-from.
+  T into_value() && { return std::get<1>(std::move(*this).consume()); }
+
+  // map() returns a Param holding func(val()), with the same id and mapper.
+  // It initializes this Param; use init_mapper() to stay lazy.
+  template <class F>
+    requires std::invocable<F, T> &&
+             std::convertible_to<std::invoke_result_t<F, T>, T>
+  [[nodiscard]] Param map(F&& func) const {
+    return Param(id_, std::make_shared<State>(std::forward<F>(func)(val())),
+                 mapper_);
+  }
+
+  // init_mapper() returns a Param whose value is func(this value). While this
+  // Param is lazy the result is lazy too and nothing runs until it is read;
+  // otherwise it is map(func).
+  [[nodiscard]] Param init_mapper(MapFn func) const {
+    return DeriveOrMap(std::move(func), lazy_is_require_grad());
+  }
+
+  // set_require_grad() returns a Param whose value has the given flag. Stays
+  // lazy when this Param is lazy.
+  [[nodiscard]] Param set_require_grad(bool require_grad) const {
+    return DeriveOrMap(
+        [require_grad](T value) { return value.set_require_grad(require_grad); },
+        require_grad);
+  }
+
+  // load_mapper() / save_mapper() return a copy (sharing the state) whose
+  // load or save transformation is `func`, replacing any previous one.
+  [[nodiscard]] Param load_mapper(MapFn func) const {
+    return Param(id_, state_, mapper_.with_load(std::move(func)));
+  }
+  [[nodiscard]] Param save_mapper(MapFn func) const {
+    return Param(id_, state_, mapper_.with_save(std::move(func)));
+  }
+  const ParamMapper<T>& mapper() const { return mapper_; }
+
+  // load() returns a Param holding `value` passed through the load mapper, with
+  // this Param's require-grad flag, id and mapper. It never runs the init
+  // function, and leaves this Param and its copies untouched.
+  [[nodiscard]] Param load(T value) const {
+    T mapped = mapper_.on_load(std::move(value));
+    const bool require_grad = lazy_is_require_grad();
+    if (mapped.is_require_grad() != require_grad) {
+      mapped = mapped.set_require_grad(require_grad);
+    }
+    return Param(id_, std::make_shared<State>(std::move(mapped)), mapper_);
+  }
+
+  // value_for_save() returns val() passed through the save mapper.
+  T value_for_save() const { return mapper_.on_save(val()); }
+
+  // with_id() returns a copy (sharing the state) with another id, e.g. the
+  // one a checkpoint recorded.
+  [[nodiscard]] Param with_id(ParamId id) const {
+    return Param(id, state_, mapper_);
+  }
+
+  // The device, shape and require-grad flag the value has or will have, read
+  // without initializing.
+  DeviceType lazy_device() const {
+    if (const T* value = InitializedValue()) return value->device();
+    return state_->spec->device;
+  }
+  ShapeType lazy_shape() const {
+    if (const T* value = InitializedValue()) return value->shape();
+    return state_->spec->shape;
+  }
+  bool lazy_is_require_grad() const {
+    if (const T* value = InitializedValue()) return value->is_require_grad();
+    return state_->spec->require_grad;
+  }
+
+  // Prints "Param(<id>, lazy)" or "Param(<id>, initialized)".
+  friend std::ostream& operator<<(std::ostream& os, const Param& param) {
+    return os << "Param(" << param.id_ << ", "
+              << (param.is_initialized() ? "initialized" : "lazy") << ")";
+  }
+
+ private:
+  // What an uninitialized value will be, known without running anything.
+  struct LazySpec {
+    DeviceType device;
+    bool require_grad;
+    ShapeType shape;
+  };
+
+  // One value, shared by all copies of a Param. Three kinds:
+  //   initialized: `cell` full from the start, no spec;
+  //   root lazy:   `init` produces the value from spec's device and flag;
+  //   derived:     `transform(value of parent)` produces it.
+  struct State {
+    explicit State(T value) : cell(std::move(value)) {}
+    State(LazySpec lazy_spec, std::shared_ptr<const InitFn> init_fn)
+        : spec(std::move(lazy_spec)), init(std::move(init_fn)) {}
+    State(LazySpec lazy_spec, std::shared_ptr<State> parent_state,
+          MapFn transform_fn)
+        : spec(std::move(lazy_spec)),
+          parent(std::move(parent_state)),
+          transform(std::move(transform_fn)) {}
+
+    SyncOnceCell<T> cell;
+    // Immutable after construction, so metadata reads need no lock.
+    const std::optional<LazySpec> spec;
+    const std::shared_ptr<const InitFn> init;
+    // A derived state's source. Touched only by the initializer, which runs
+    // under cell's lock, and released once the value exists so that the
+    // parent's value can be freed when nothing else holds it.
+    std::shared_ptr<State> parent;
+    MapFn transform;
+  };
+
+  Param(ParamId id, std::shared_ptr<State> state, ParamMapper<T> mapper)
+      : id_(id), state_(std::move(state)), mapper_(std::move(mapper)) {}
+
+  // Runs the initializer of `state` (and of its lazy ancestors) once.
+  static const T& Resolve(State& state) {
+    return state.cell.get_or_init([&state]() -> T {
+      if (state.parent != nullptr) {
+        T value = state.transform(Resolve(*state.parent));
+        state.parent.reset();
+        state.transform = nullptr;
+        return value;
+      }
+      return (*state.init)(state.spec->device, state.spec->require_grad);
+    });
+  }
+
+  // The value if it exists, else nullptr (then the state has a spec).
+  const T* InitializedValue() const {
+    KINDLING_CHECK(state_ != nullptr, "Param %s read after move", id_.ToString());
+    return state_->cell.get();
+  }
+
+  Param DeriveOrMap(MapFn func, bool require_grad) const {
+    if (InitializedValue() != nullptr) return map(func);
+    LazySpec spec = *state_->spec;
+    spec.require_grad = require_grad;
+    return Param(id_,
+                 std::make_shared<State>(std::move(spec), state_, std::move(func)),
+                 mapper_);
+  }
+
+  ParamId id_;
+  std::shared_ptr<State> state_;
+  ParamMapper<T> mapper_;
+};
+
+}  // namespace kindling
+
+#endif  // KINDLING_CORE_PARAM_H_

@@ -1,0 +1,34 @@
+"""Build helpers shared by every runtime package.
+
+kindling_cc_library puts a runtime header `runtime/<layer>/<file>.h` on the
+include path as `kindling/<layer>/<file>.h` and applies the project's copts, so
+BUILD files stay one line per concept.
+"""
+
+KINDLING_COPTS = [
+    "-Werror=return-type",
+    "-Werror=unused-result",
+]
+
+def kindling_cc_library(name, hdrs = [], srcs = [], deps = [], copts = [], **kwargs):
+    native.cc_library(
+        name = name,
+        hdrs = hdrs,
+        srcs = srcs,
+        deps = deps,
+        copts = KINDLING_COPTS + copts,
+        strip_include_prefix = "/runtime",
+        include_prefix = "kindling",
+        visibility = ["//visibility:public"],
+        **kwargs
+    )
+
+def kindling_cc_test(name, srcs, deps = [], copts = [], size = "small", **kwargs):
+    native.cc_test(
+        name = name,
+        size = size,
+        srcs = srcs,
+        deps = deps + ["@googletest//:gtest_main"],
+        copts = KINDLING_COPTS + copts,
+        **kwargs
+    )
