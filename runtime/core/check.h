@@ -28,12 +28,12 @@ namespace kindling::internal {
 
 }  // namespace kindling::internal
 
-#define KINDLING_CHECK(condition, ...)                                \
-  do {                                                                \
-    if (ABSL_PREDICT_FALSE(!(condition))) {                           \
-      ::kindling::internal::CheckFailed(__FILE__, __LINE__, #condition, \
+#define KINDLING_CHECK(condition, ...)                                   \
+  do {                                                                   \
+    if (ABSL_PREDICT_FALSE(!(condition))) {                              \
+      ::kindling::internal::CheckFailed(__FILE__, __LINE__, #condition,  \
                                         ::absl::StrFormat(__VA_ARGS__)); \
-    }                                                                 \
+    }                                                                    \
   } while (false)
 
 #endif  // KINDLING_CORE_CHECK_H_

@@ -23,15 +23,17 @@
 //   * Copies share one state. Copying a Param costs one refcount increment and
 //     allocates nothing, lazy or not. All copies see the same value: the init
 //     function runs at most once however many copies read it, and a copy read
-//     after the original equals it. (Burn's first lazy clone gave each clone its
-//     own init run, so clones held different random weights; see DESIGN.md.)
+//     after the original equals it. (Burn's first lazy clone gave each clone
+//     its own init run, so clones held different random weights; see
+//     DESIGN.md.)
 //   * Operations that change the value (map, init_mapper, set_require_grad,
 //     load) return a Param with a state of its own; the other copies keep
-//     theirs. On a still-lazy Param, init_mapper and set_require_grad stay lazy:
-//     the new state is *derived*, computed on first read as f(original value).
-//     The original's init function therefore still runs at most once, and a
-//     tied copy (say `decoder.embed = encoder.embed.set_require_grad(false)`)
-//     holds the same weights as its source.
+//     theirs. On a still-lazy Param, init_mapper and set_require_grad stay
+//     lazy: the new state is *derived*, computed on first read as f(original
+//     value). The original's init function therefore still runs at most once,
+//     and a tied copy (say `decoder.embed =
+//     encoder.embed.set_require_grad(false)`) holds the same weights as its
+//     source.
 //   * load() never runs the init function.
 //
 // Thread safety: every const member function may be called from any number of
@@ -47,6 +49,7 @@
 #include <concepts>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <tuple>
@@ -57,6 +60,7 @@
 #include "kindling/core/param_id.h"
 #include "kindling/core/param_mapper.h"
 #include "kindling/core/parameter.h"
+#include "kindling/core/state_memo.h"
 #include "kindling/core/sync_once_cell.h"
 
 namespace kindling {
@@ -83,11 +87,12 @@ class Param {
                              bool require_grad, ShapeType shape) {
     KINDLING_CHECK(init != nullptr, "Param %s: empty init function",
                    id.ToString());
-    return Param(id,
-                 std::make_shared<State>(
-                     LazySpec{std::move(device), require_grad, std::move(shape)},
-                     std::make_shared<const InitFn>(std::move(init))),
-                 {});
+    return Param(
+        id,
+        std::make_shared<State>(
+            LazySpec{std::move(device), require_grad, std::move(shape)},
+            std::make_shared<const InitFn>(std::move(init))),
+        {});
   }
 
   ParamId id() const { return id_; }
@@ -96,7 +101,8 @@ class Param {
   // valid as long as this Param (or a copy sharing its state) lives and is not
   // assigned to.
   const T& val() const {
-    KINDLING_CHECK(state_ != nullptr, "Param %s read after move", id_.ToString());
+    KINDLING_CHECK(state_ != nullptr, "Param %s read after move",
+                   id_.ToString());
     if (const T* value = state_->cell.get()) return *value;
     return Resolve(*state_);
   }
@@ -128,8 +134,8 @@ class Param {
   // map() returns a Param holding func(val()), with the same id and mapper.
   // It initializes this Param; use init_mapper() to stay lazy.
   template <class F>
-    requires std::invocable<F, T> &&
-             std::convertible_to<std::invoke_result_t<F, T>, T>
+  requires std::invocable<F, T> &&
+      std::convertible_to<std::invoke_result_t<F, T>, T>
   [[nodiscard]] Param map(F&& func) const {
     return Param(id_, std::make_shared<State>(std::forward<F>(func)(val())),
                  mapper_);
@@ -143,11 +149,36 @@ class Param {
   }
 
   // set_require_grad() returns a Param whose value has the given flag. Stays
-  // lazy when this Param is lazy.
-  [[nodiscard]] Param set_require_grad(bool require_grad) const {
-    return DeriveOrMap(
-        [require_grad](T value) { return value.set_require_grad(require_grad); },
-        require_grad);
+  // lazy when this Param is lazy. With a `memo`, copies sharing a state come
+  // out sharing one (see StateMemo).
+  [[nodiscard]] Param set_require_grad(bool require_grad,
+                                       StateMemo* memo = nullptr) const {
+    return Memoized(memo, [&] {
+      return DeriveOrMap(
+          [require_grad](T value) {
+            return value.set_require_grad(require_grad);
+          },
+          require_grad);
+    });
+  }
+
+  // to_device() returns a Param whose value lives on `device`. A lazy Param
+  // stays lazy and is *retargeted*: its init function will run directly on
+  // `device`, so nothing is allocated on the old one. An initialized value is
+  // moved with T::to_device(). With a `memo`, copies sharing a state come out
+  // sharing one.
+  //
+  // Retargeting gives the result a state of its own: if both this Param and
+  // the result are read later, each runs the init function on its device. A
+  // module-wide move passes one memo, so tied copies are retargeted together.
+  [[nodiscard]] Param to_device(const DeviceType& device,
+                                StateMemo* memo = nullptr) const requires
+      requires(const T& value) {
+    { value.to_device(device) } -> std::same_as<T>;
+  }
+  {
+    return Memoized(memo,
+                    [&] { return Param(id_, Retargeted(device), mapper_); });
   }
 
   // load_mapper() / save_mapper() return a copy (sharing the state) whose
@@ -221,18 +252,26 @@ class Param {
     State(LazySpec lazy_spec, std::shared_ptr<State> parent_state,
           MapFn transform_fn)
         : spec(std::move(lazy_spec)),
-          parent(std::move(parent_state)),
-          transform(std::move(transform_fn)) {}
+          transform(std::move(transform_fn)),
+          parent(std::move(parent_state)) {}
+
+    // The parent of a derived state that has not been initialized yet.
+    std::shared_ptr<State> LockedParent() {
+      std::lock_guard<std::mutex> lock(parent_mutex);
+      return parent;
+    }
 
     SyncOnceCell<T> cell;
     // Immutable after construction, so metadata reads need no lock.
     const std::optional<LazySpec> spec;
     const std::shared_ptr<const InitFn> init;
-    // A derived state's source. Touched only by the initializer, which runs
-    // under cell's lock, and released once the value exists so that the
-    // parent's value can be freed when nothing else holds it.
+    const MapFn transform;
+    // A derived state's source, released once the value exists so that the
+    // parent's value can be freed when nothing else holds it. Guarded by
+    // parent_mutex because to_device() may read it while another thread
+    // initializes.
+    std::mutex parent_mutex;
     std::shared_ptr<State> parent;
-    MapFn transform;
   };
 
   Param(ParamId id, std::shared_ptr<State> state, ParamMapper<T> mapper)
@@ -241,19 +280,56 @@ class Param {
   // Runs the initializer of `state` (and of its lazy ancestors) once.
   static const T& Resolve(State& state) {
     return state.cell.get_or_init([&state]() -> T {
-      if (state.parent != nullptr) {
-        T value = state.transform(Resolve(*state.parent));
-        state.parent.reset();
-        state.transform = nullptr;
-        return value;
+      if (state.init != nullptr) {
+        return (*state.init)(state.spec->device, state.spec->require_grad);
       }
-      return (*state.init)(state.spec->device, state.spec->require_grad);
+      T value = state.transform(Resolve(*state.LockedParent()));
+      std::lock_guard<std::mutex> lock(state.parent_mutex);
+      state.parent.reset();
+      return value;
     });
+  }
+
+  // The state of this Param moved to `device`: lazy states are rebuilt on the
+  // device (a derived state over its retargeted parent), values are moved.
+  std::shared_ptr<State> Retargeted(const DeviceType& device) const {
+    return RetargetedState(state_, device);
+  }
+  static std::shared_ptr<State> RetargetedState(
+      const std::shared_ptr<State>& state, const DeviceType& device) {
+    if (const T* value = state->cell.get()) {
+      return std::make_shared<State>(value->to_device(device));
+    }
+    LazySpec spec = *state->spec;
+    spec.device = device;
+    if (state->init != nullptr) {
+      return std::make_shared<State>(std::move(spec), state->init);
+    }
+    std::shared_ptr<State> parent = state->LockedParent();
+    if (parent == nullptr) {  // initialized since the check above
+      return std::make_shared<State>(state->cell.get()->to_device(device));
+    }
+    return std::make_shared<State>(
+        std::move(spec), RetargetedState(parent, device), state->transform);
+  }
+
+  // Runs `make` unless `memo` already maps this Param's state; records the
+  // result's state otherwise.
+  template <class Make>
+  Param Memoized(StateMemo* memo, Make make) const {
+    if (memo == nullptr) return make();
+    if (std::shared_ptr<void> found = memo->Find(state_.get())) {
+      return Param(id_, std::static_pointer_cast<State>(found), mapper_);
+    }
+    Param result = make();
+    memo->Insert(state_, result.state_);
+    return result;
   }
 
   // The value if it exists, else nullptr (then the state has a spec).
   const T* InitializedValue() const {
-    KINDLING_CHECK(state_ != nullptr, "Param %s read after move", id_.ToString());
+    KINDLING_CHECK(state_ != nullptr, "Param %s read after move",
+                   id_.ToString());
     return state_->cell.get();
   }
 
@@ -261,9 +337,9 @@ class Param {
     if (InitializedValue() != nullptr) return map(func);
     LazySpec spec = *state_->spec;
     spec.require_grad = require_grad;
-    return Param(id_,
-                 std::make_shared<State>(std::move(spec), state_, std::move(func)),
-                 mapper_);
+    return Param(
+        id_, std::make_shared<State>(std::move(spec), state_, std::move(func)),
+        mapper_);
   }
 
   ParamId id_;

@@ -9,7 +9,8 @@
 // versions; checkpoints store it.
 //
 //   kindling::ParamId id = kindling::ParamId::New();
-//   absl::StatusOr<kindling::ParamId> back = kindling::ParamId::Parse(id.ToString());
+//   absl::StatusOr<kindling::ParamId> back =
+//   kindling::ParamId::Parse(id.ToString());
 //
 // ParamId is hashable with absl::Hash and std::hash, so it works as a key of
 // absl::flat_hash_map and std::unordered_map.
@@ -42,7 +43,8 @@ class ParamId {
 
   constexpr uint64_t value() const { return value_; }
 
-  // ToString() returns 16 lowercase hexadecimal digits, e.g. "00c0ffee12345678".
+  // ToString() returns 16 lowercase hexadecimal digits, e.g.
+  // "00c0ffee12345678".
   std::string ToString() const;
 
   friend constexpr bool operator==(ParamId, ParamId) = default;

@@ -7,7 +7,8 @@
 //
 //   auto param = kindling::Param<Tensor<2>>::Uninitialized(...)
 //                    .load_mapper([](Tensor<2> t) { return t.to_dtype(kF32); })
-//                    .save_mapper([](Tensor<2> t) { return t.to_dtype(kBF16); });
+//                    .save_mapper([](Tensor<2> t) { return t.to_dtype(kBF16);
+//                    });
 //
 // Setting a mapper replaces the previous one of the same direction; it does
 // not chain. Copies of a ParamMapper share the functions (a refcount each).
@@ -32,10 +33,14 @@ class ParamMapper {
   ParamMapper() = default;
 
   // on_load() applies the load transformation, if any.
-  T on_load(T value) const { return load_ ? (*load_)(std::move(value)) : value; }
+  T on_load(T value) const {
+    return load_ ? (*load_)(std::move(value)) : value;
+  }
 
   // on_save() applies the save transformation, if any.
-  T on_save(T value) const { return save_ ? (*save_)(std::move(value)) : value; }
+  T on_save(T value) const {
+    return save_ ? (*save_)(std::move(value)) : value;
+  }
 
   bool has_load() const { return load_ != nullptr; }
   bool has_save() const { return save_ != nullptr; }

@@ -23,15 +23,14 @@
 namespace kindling {
 
 template <class T>
-concept Parameter =
-    std::copyable<T> && std::copyable<typename T::DeviceType> &&
+concept Parameter = std::copyable<T> && std::copyable<typename T::DeviceType> &&
     std::copyable<typename T::ShapeType> &&
     requires(const T& value, bool require_grad) {
-      { value.device() } -> std::convertible_to<typename T::DeviceType>;
-      { value.shape() } -> std::convertible_to<typename T::ShapeType>;
-      { value.is_require_grad() } -> std::convertible_to<bool>;
-      { value.set_require_grad(require_grad) } -> std::same_as<T>;
-    };
+  { value.device() } -> std::convertible_to<typename T::DeviceType>;
+  { value.shape() } -> std::convertible_to<typename T::ShapeType>;
+  { value.is_require_grad() } -> std::convertible_to<bool>;
+  { value.set_require_grad(require_grad) } -> std::same_as<T>;
+};
 
 }  // namespace kindling
 

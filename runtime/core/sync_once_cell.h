@@ -75,7 +75,8 @@ class SyncOnceCell {
   // get_or_init() returns the stored value, running `init` to produce it if
   // the cell is empty. See the file comment for who runs and who waits.
   template <class F>
-    requires std::invocable<F&> && std::convertible_to<std::invoke_result_t<F&>, T>
+  requires std::invocable<F&> &&
+      std::convertible_to<std::invoke_result_t<F&>, T>
   const T& get_or_init(F&& init) ABSL_ATTRIBUTE_LIFETIME_BOUND {
     if (const T* value = get()) return *value;
     return InitializeSlow(init);

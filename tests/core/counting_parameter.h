@@ -48,9 +48,7 @@ class CountingParameter {
   // Allocates storage of prod(shape) floats, all equal to `fill`.
   CountingParameter(ShapeType shape, float fill, DeviceType device,
                     bool require_grad)
-      : shape_(std::move(shape)),
-        device_(device),
-        require_grad_(require_grad) {
+      : shape_(std::move(shape)), device_(device), require_grad_(require_grad) {
     int64_t count = 1;
     for (int64_t dim : shape_) count *= dim;
     storage_ = std::shared_ptr<std::vector<float>>(
@@ -68,6 +66,13 @@ class CountingParameter {
   CountingParameter set_require_grad(bool require_grad) const {
     CountingParameter result = *this;  // shares storage, like a tensor
     result.require_grad_ = require_grad;
+    return result;
+  }
+
+  // Copies the storage to `device` (a new allocation), like a tensor move.
+  CountingParameter to_device(DeviceType device) const {
+    CountingParameter result(shape_, 0.0f, device, require_grad_);
+    *result.storage_ = *storage_;
     return result;
   }
 

@@ -13,9 +13,9 @@
 namespace kindling {
 namespace {
 
+using ::kindling::testing::Counters;
 using ::kindling::testing::CountingParam;
 using ::kindling::testing::CountingParameter;
-using ::kindling::testing::Counters;
 using ::kindling::testing::LazyCountingParam;
 
 constexpr int kThreads = 8;
@@ -79,15 +79,21 @@ TEST(ParamConcurrencyTest, ConcurrentDerivedReadsInitializeTheChainOnce) {
   for (int round = 0; round < 50; ++round) {
     Counters::Reset();
     const CountingParam original = LazyCountingParam({4});
-    const CountingParam doubled =
-        original.init_mapper([](CountingParameter p) { return p.Scaled(2.0f); });
+    const CountingParam doubled = original.init_mapper(
+        [](CountingParameter p) { return p.Scaled(2.0f); });
     const CountingParam frozen = original.set_require_grad(false);
     std::vector<float> seen(kThreads, 0.0f);
     RunConcurrently([&](int t) {
       switch (t % 3) {
-        case 0: seen[t] = original->data()[0]; break;
-        case 1: seen[t] = doubled->data()[0] / 2.0f; break;
-        default: seen[t] = frozen->data()[0]; break;
+        case 0:
+          seen[t] = original->data()[0];
+          break;
+        case 1:
+          seen[t] = doubled->data()[0] / 2.0f;
+          break;
+        default:
+          seen[t] = frozen->data()[0];
+          break;
       }
     });
     EXPECT_EQ(1, Counters::init_calls().load());

@@ -21,7 +21,8 @@ TEST(ParamIdTest, NewIdsAreDistinct) {
 }
 
 TEST(ParamIdTest, ToStringIsSixteenLowercaseHexDigits) {
-  EXPECT_EQ("00c0ffee12345678", ParamId::FromValue(0x00c0ffee12345678).ToString());
+  EXPECT_EQ("00c0ffee12345678",
+            ParamId::FromValue(0x00c0ffee12345678).ToString());
   EXPECT_EQ("0000000000000000", ParamId::FromValue(0).ToString());
   EXPECT_EQ("ffffffffffffffff", ParamId::FromValue(~uint64_t{0}).ToString());
 }
@@ -69,7 +70,8 @@ TEST(ParamIdTest, ParseRejectsPrefixesAndWhitespace) {
 }
 
 TEST(ParamIdTest, ParseEscapesBinaryGarbageAndCutsLongText) {
-  const std::string garbage(std::string("\x01\xff\0z", 4) + std::string(500, 'q'));
+  const std::string garbage(std::string("\x01\xff\0z", 4) +
+                            std::string(500, 'q'));
   absl::StatusOr<ParamId> parsed = ParamId::Parse(garbage);
   ASSERT_FALSE(parsed.ok());
   EXPECT_THAT(parsed.status().message(), HasSubstr("\\x01\\xff\\x00z"));

@@ -14,16 +14,18 @@
 namespace kindling {
 namespace {
 
+using ::kindling::testing::Counters;
 using ::kindling::testing::CountingParam;
 using ::kindling::testing::CountingParameter;
-using ::kindling::testing::Counters;
 using ::kindling::testing::LazyCountingParam;
 
 class ParamTest : public ::testing::Test {
  protected:
   void SetUp() override { Counters::Reset(); }
 
-  static int64_t allocations() { return Counters::storage_allocations().load(); }
+  static int64_t allocations() {
+    return Counters::storage_allocations().load();
+  }
   static int64_t init_calls() { return Counters::init_calls().load(); }
 };
 
@@ -218,7 +220,8 @@ TEST_F(ParamTest, MapKeepsIdAndMappers) {
       InitializedParam(1.0f)
           .load_mapper([](CountingParameter p) { return p.Scaled(10.0f); })
           .save_mapper([](CountingParameter p) { return p.Scaled(0.5f); });
-  CountingParam mapped = param.map([](CountingParameter p) { return p.Scaled(3.0f); });
+  CountingParam mapped =
+      param.map([](CountingParameter p) { return p.Scaled(3.0f); });
   EXPECT_EQ(param.id(), mapped.id());
   EXPECT_EQ(3.0f, mapped->data()[0]);
   EXPECT_TRUE(mapped.mapper().has_load());
@@ -226,10 +229,12 @@ TEST_F(ParamTest, MapKeepsIdAndMappers) {
   EXPECT_EQ(1.5f, mapped.value_for_save().data()[0]);
 }
 
-TEST_F(ParamTest, MapOnLazyParamInitializesItAndLeavesCopiesSharingTheOriginal) {
+TEST_F(ParamTest,
+       MapOnLazyParamInitializesItAndLeavesCopiesSharingTheOriginal) {
   CountingParam original = LazyCountingParam({1});
   CountingParam copy = original;
-  CountingParam mapped = copy.map([](CountingParameter p) { return p.Scaled(2.0f); });
+  CountingParam mapped =
+      copy.map([](CountingParameter p) { return p.Scaled(2.0f); });
   EXPECT_FALSE(mapped.shares_state_with(original));
   EXPECT_TRUE(copy.shares_state_with(original));
   EXPECT_EQ(2.0f * original->data()[0], mapped->data()[0]);
@@ -308,12 +313,61 @@ TEST_F(ParamTest, DerivedParamFreesTheOriginalValueWhenNothingElseHoldsIt) {
   EXPECT_EQ(live_before + 1, Counters::live_storages().load());
 }
 
+TEST_F(ParamTest, ToDeviceRetargetsALazyParamWithoutInitializing) {
+  CountingParam param = LazyCountingParam({2, 2}, /*device=*/0);
+  CountingParam moved = param.to_device(7);
+  EXPECT_FALSE(moved.is_initialized());
+  EXPECT_EQ(7, moved.lazy_device());
+  EXPECT_EQ(0, param.lazy_device());
+  EXPECT_EQ(0, init_calls());
+  EXPECT_EQ(7, moved->device());  // the init function ran on device 7
+  EXPECT_EQ(1, allocations());    // and nothing was allocated on device 0
+  EXPECT_EQ(param.id(), moved.id());
+}
+
+TEST_F(ParamTest, ToDeviceMovesAnInitializedValue) {
+  CountingParam param = InitializedParam(5.0f);
+  CountingParam moved = param.to_device(3);
+  EXPECT_EQ(3, moved->device());
+  EXPECT_EQ(5.0f, moved->data()[0]);
+  EXPECT_EQ(0, param->device());
+}
+
+TEST_F(ParamTest, ToDeviceOfADerivedLazyParamStaysLazy) {
+  CountingParam doubled = LazyCountingParam({1}, 0).init_mapper(
+      [](CountingParameter p) { return p.Scaled(2.0f); });
+  CountingParam moved = doubled.to_device(4);
+  EXPECT_FALSE(moved.is_initialized());
+  EXPECT_EQ(4, moved->device());
+  EXPECT_EQ(1, init_calls());
+  EXPECT_EQ(2, allocations());  // init on device 4, then its scaled copy
+}
+
+TEST_F(ParamTest, MemoKeepsTiedCopiesTiedThroughToDevice) {
+  CountingParam encoder_embed = LazyCountingParam({3}, 0);
+  CountingParam decoder_embed = encoder_embed;  // tied weights
+  StateMemo memo;
+  CountingParam encoder_moved = encoder_embed.to_device(1, &memo);
+  CountingParam decoder_moved = decoder_embed.to_device(1, &memo);
+  EXPECT_TRUE(encoder_moved.shares_state_with(decoder_moved));
+  EXPECT_EQ(encoder_moved->storage_address(), decoder_moved->storage_address());
+  EXPECT_EQ(1, init_calls());
+}
+
+TEST_F(ParamTest, MemoKeepsTiedCopiesTiedThroughSetRequireGrad) {
+  CountingParam shared = InitializedParam(1.0f);
+  CountingParam copy = shared;
+  StateMemo memo;
+  CountingParam a = shared.set_require_grad(false, &memo);
+  CountingParam b = copy.set_require_grad(false, &memo);
+  EXPECT_TRUE(a.shares_state_with(b));
+}
+
 TEST_F(ParamTest, PrintsIdAndState) {
   CountingParam param = CountingParam::Uninitialized(
-      ParamId::FromValue(0xab), [](const int&, bool) {
-        return CountingParameter({1}, 0.0f, 0, true);
-      },
-      0, true, {1});
+      ParamId::FromValue(0xab),
+      [](const int&, bool) { return CountingParameter({1}, 0.0f, 0, true); }, 0,
+      true, {1});
   std::ostringstream lazy;
   lazy << param;
   EXPECT_EQ("Param(00000000000000ab, lazy)", lazy.str());
@@ -326,12 +380,14 @@ TEST_F(ParamTest, PrintsIdAndState) {
 TEST(ParamDeathTest, ReadingAMovedFromParamAborts) {
   CountingParam param = InitializedParam(1.0f);
   CountingParam taken = std::move(param);
-  EXPECT_DEATH((void)param.val(), "read after move");  // NOLINT(bugprone-use-after-move)
+  EXPECT_DEATH((void)param.val(),
+               "read after move");  // NOLINT(bugprone-use-after-move)
 }
 
 TEST(ParamDeathTest, EmptyInitFunctionAborts) {
-  EXPECT_DEATH(CountingParam::Uninitialized(ParamId::New(), nullptr, 0, true, {1}),
-               "empty init function");
+  EXPECT_DEATH(
+      CountingParam::Uninitialized(ParamId::New(), nullptr, 0, true, {1}),
+      "empty init function");
 }
 
 }  // namespace

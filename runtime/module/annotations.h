@@ -1,0 +1,24 @@
+// KINDLING_MODULE and KINDLING_SKIP: the marks kindling-gen looks for.
+//
+//   struct KINDLING_MODULE Mlp {
+//     kindling::nn::Linear fc1;
+//     int64_t num_classes;              // a constant: kept, not saved
+//     KINDLING_SKIP std::string label;  // ignored by the generator
+//   };
+//
+// Under clang (which kindling-gen uses to parse headers) the marks are
+// `annotate` attributes the generator finds in the AST. Under gcc, which
+// compiles the program, they expand to nothing: the marks cost nothing at
+// runtime and need no base class or registration.
+#ifndef KINDLING_MODULE_ANNOTATIONS_H_
+#define KINDLING_MODULE_ANNOTATIONS_H_
+
+#if defined(__clang__)
+#define KINDLING_MODULE [[clang::annotate("kindling::module")]]
+#define KINDLING_SKIP [[clang::annotate("kindling::skip")]]
+#else
+#define KINDLING_MODULE
+#define KINDLING_SKIP
+#endif
+
+#endif  // KINDLING_MODULE_ANNOTATIONS_H_

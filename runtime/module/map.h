@@ -1,0 +1,81 @@
+// Transformations of a whole module: mapping its parameters, moving it to a
+// device, freezing it. Each returns a new module and leaves the input as it
+// was; the copy is cheap because copies share parameter state.
+//
+// Lazy parameters stay lazy through ToDevice(), Fork(), NoGrad() and Valid():
+// a lazy parameter is retargeted to the new device rather than initialized and
+// copied (Burn initializes on all of these). Tied parameters (copies sharing
+// one state) stay tied: every pass threads one StateMemo through the walk.
+#ifndef KINDLING_MODULE_MAP_H_
+#define KINDLING_MODULE_MAP_H_
+
+#include <string_view>
+#include <utility>
+
+#include "kindling/core/state_memo.h"
+#include "kindling/module/field_kinds.h"
+#include "kindling/module/module_traits.h"
+#include "kindling/module/walk.h"
+
+namespace kindling {
+
+// MapParams() returns a copy of `module` with every Param replaced by
+// mapper(path, param), which must return a Param of the same type.
+template <Module M, class Mapper>
+[[nodiscard]] M MapParams(const M& module, Mapper&& mapper) {
+  M result = module;
+  ForEachLeaf(result, [&](std::string_view path, auto& leaf) {
+    if constexpr (module_internal::ParamField<decltype(leaf)>) {
+      leaf = mapper(path, std::as_const(leaf));
+    }
+  });
+  return result;
+}
+
+// ToDevice() returns a copy of `module` whose parameters and buffers live on
+// `device`. Lazy parameters are retargeted, not initialized.
+template <Module M, class DeviceT>
+[[nodiscard]] M ToDevice(const M& module, const DeviceT& device) {
+  M result = module;
+  StateMemo memo;
+  ForEachLeaf(result, [&](std::string_view, auto& leaf) {
+    if constexpr (module_internal::ParamField<decltype(leaf)>) {
+      leaf = leaf.to_device(device, &memo);
+    } else {
+      leaf = leaf.with_value(leaf.value().to_device(device));
+    }
+  });
+  return result;
+}
+
+// Fork() is ToDevice() for a copy that will train on its own (data-parallel
+// workers). Kindling's autodiff keeps no graph inside parameters, so there is
+// nothing more to detach.
+template <Module M, class DeviceT>
+[[nodiscard]] M Fork(const M& module, const DeviceT& device) {
+  return ToDevice(module, device);
+}
+
+// NoGrad() returns a copy whose parameters do not require gradients (frozen
+// for fine-tuning). Lazy parameters stay lazy.
+template <Module M>
+[[nodiscard]] M NoGrad(const M& module) {
+  M result = module;
+  StateMemo memo;
+  ForEachLeaf(result, [&](std::string_view, auto& leaf) {
+    if constexpr (module_internal::ParamField<decltype(leaf)>) {
+      leaf = leaf.set_require_grad(false, &memo);
+    }
+  });
+  return result;
+}
+
+// Valid() returns the inference copy of a module: same values, no gradients.
+template <Module M>
+[[nodiscard]] M Valid(const M& module) {
+  return NoGrad(module);
+}
+
+}  // namespace kindling
+
+#endif  // KINDLING_MODULE_MAP_H_

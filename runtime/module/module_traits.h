@@ -1,0 +1,82 @@
+// ModuleTraits<M>: the per-module facts kindling-gen writes, and the Module
+// concept built on them.
+//
+// For every struct marked KINDLING_MODULE, the generated `<header>.kindling.h`
+// specializes ModuleTraits with the module's fields and defines its record
+// type. Everything else (visiting, mapping, records, device moves, printing)
+// is generic code in runtime/module that walks these fields, so what the
+// generator writes stays short enough to read:
+//
+//   namespace demo {
+//   struct MlpRecord;
+//   }  // namespace demo
+//
+//   namespace kindling {
+//   template <>
+//   struct ModuleTraits<::demo::Mlp> {
+//     static constexpr bool kIsModule = true;
+//     static constexpr const char* kTypeName = "demo::Mlp";
+//     using Record = ::demo::MlpRecord;
+//
+//     // Calls fn(name, field) for each field that can hold parameters, in
+//     // declaration order. `Self` is the module type, const or not.
+//     template <class Self, class Fn>
+//     static void ForEachField(Self& module, Fn&& fn) {
+//       fn("fc1", module.fc1);
+//       fn("hidden", module.hidden);
+//     }
+//
+//     // The same fields, each with its member of the record.
+//     template <class Self, class RecordSelf, class Fn>
+//     static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
+//                                        Fn&& fn) {
+//       fn("fc1", module.fc1, record.fc1);
+//       fn("hidden", module.hidden, record.hidden);
+//     }
+//
+//     // Constants: kept, copied and printed, never saved.
+//     template <class Fn>
+//     static void ForEachConstant(const ::demo::Mlp& module, Fn&& fn) {
+//       fn("num_classes", module.num_classes);
+//     }
+//   };
+//   }  // namespace kindling
+//
+//   namespace demo {
+//   struct MlpRecord {
+//     kindling::RecordOf<kindling::nn::Linear> fc1;
+//     kindling::RecordOf<std::vector<kindling::nn::Linear>> hidden;
+//   };
+//   }  // namespace demo
+//
+// Order matters: a record's members name RecordOf<Submodule>, which needs the
+// submodule's ModuleTraits specialization complete. So a generated file first
+// forward-declares its records, then specializes ModuleTraits for every
+// module, then defines the records; and it includes the `.kindling.h` of each
+// header that defines a submodule type before all of that.
+//
+// A hand-written specialization of the same shape works too (the benchmarks
+// compare one against the generated code).
+#ifndef KINDLING_MODULE_MODULE_TRAITS_H_
+#define KINDLING_MODULE_MODULE_TRAITS_H_
+
+#include <type_traits>
+
+#include "kindling/module/annotations.h"
+
+namespace kindling {
+
+// ModuleTraits<M>: specialized by generated code; the primary template says
+// "not a module".
+template <class M>
+struct ModuleTraits {
+  static constexpr bool kIsModule = false;
+};
+
+// Module: a type with generated (or hand-written) ModuleTraits.
+template <class M>
+concept Module = ModuleTraits<std::remove_cvref_t<M>>::kIsModule;
+
+}  // namespace kindling
+
+#endif  // KINDLING_MODULE_MODULE_TRAITS_H_
