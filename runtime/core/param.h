@@ -191,16 +191,23 @@ class Param {
   }
   const ParamMapper<T>& mapper() const { return mapper_; }
 
-  // load() returns a Param holding `value` passed through the load mapper, with
-  // this Param's require-grad flag, id and mapper. It never runs the init
-  // function, and leaves this Param and its copies untouched.
+  // with_value() returns a Param holding `value`, with this Param's id and
+  // mapper and a state of its own. It never runs the init function.
+  [[nodiscard]] Param with_value(T value) const {
+    return Param(id_, std::make_shared<State>(std::move(value)), mapper_);
+  }
+
+  // load() returns with_value() of `value` passed through the load mapper and
+  // given this Param's require-grad flag: what loading a checkpoint does. It
+  // never runs the init function and leaves this Param and its copies
+  // untouched.
   [[nodiscard]] Param load(T value) const {
     T mapped = mapper_.on_load(std::move(value));
     const bool require_grad = lazy_is_require_grad();
     if (mapped.is_require_grad() != require_grad) {
       mapped = mapped.set_require_grad(require_grad);
     }
-    return Param(id_, std::make_shared<State>(std::move(mapped)), mapper_);
+    return with_value(std::move(mapped));
   }
 
   // value_for_save() returns val() passed through the save mapper.

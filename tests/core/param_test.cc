@@ -270,6 +270,18 @@ TEST_F(ParamTest, LoadAppliesLoadMapperAndLazyRequireGrad) {
   EXPECT_EQ(0, init_calls());
 }
 
+TEST_F(ParamTest, WithValueReplacesTheValueWithoutInitOrLoadMapper) {
+  CountingParam param = LazyCountingParam({2}).load_mapper(
+      [](CountingParameter p) { return p.Scaled(10.0f); });
+  CountingParam replaced =
+      param.with_value(CountingParameter({2}, 3.0f, 0, true));
+  EXPECT_EQ(3.0f, replaced->data()[0]);  // no load mapper
+  EXPECT_TRUE(replaced.mapper().has_load());
+  EXPECT_EQ(param.id(), replaced.id());
+  EXPECT_FALSE(param.is_initialized());
+  EXPECT_EQ(0, init_calls());
+}
+
 TEST_F(ParamTest, SaveMapperIsAppliedToValueForSave) {
   CountingParam param = InitializedParam(8.0f).save_mapper(
       [](CountingParameter p) { return p.Scaled(0.25f); });
