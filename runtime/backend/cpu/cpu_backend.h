@@ -1,0 +1,52 @@
+// CpuBackend: the kernel table for DeviceKind::kCpu.
+//
+// Linking //runtime/backend/cpu registers it (a static initializer in an
+// alwayslink library), so any program that depends on that target can create
+// CPU tensors; nothing needs to call anything. Kernels parallelize with
+// OpenMP over the machine's cores above about 64K elements and run serially
+// below; matmul goes through OpenBLAS. Set OMP_NUM_THREADS to bound the
+// threads.
+#ifndef KINDLING_BACKEND_CPU_CPU_BACKEND_H_
+#define KINDLING_BACKEND_CPU_CPU_BACKEND_H_
+
+#include <string_view>
+
+#include "kindling/tensor/backend.h"
+
+namespace kindling::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cpu"; }
+  void* Allocate(const Device& device, size_t nbytes) override;
+  void Deallocate(const Device& device, void* data, size_t nbytes) override;
+  void CopyFromHost(const TensorBase& out, const void* host) override;
+  void CopyToHost(void* host, const TensorBase& in) override;
+  void Copy(const TensorBase& out, const TensorBase& in) override;
+  void Fill(const TensorBase& out, double value) override;
+  void Unary(UnaryOp op, const TensorBase& out, const TensorBase& in,
+             double arg0, double arg1) override;
+  void Binary(BinaryOp op, const TensorBase& out, const TensorBase& lhs,
+              const TensorBase& rhs) override;
+  void Where(const TensorBase& out, const TensorBase& condition,
+             const TensorBase& on_true, const TensorBase& on_false) override;
+  void Reduce(ReduceOp op, const TensorBase& out, const TensorBase& in,
+              int axis) override;
+  void Softmax(const TensorBase& out, const TensorBase& in, int axis,
+               bool log) override;
+  void Matmul(const TensorBase& out, const TensorBase& lhs,
+              const TensorBase& rhs) override;
+  void IndexSelect(const TensorBase& out, const TensorBase& in, int axis,
+                   const TensorBase& index) override;
+  void Gather(const TensorBase& out, const TensorBase& in, int axis,
+              const TensorBase& index) override;
+};
+
+// RegisterCpuBackend() registers the CPU backend (idempotent). The static
+// initializer calls it; call it yourself only if your link drops
+// alwayslink libraries.
+void RegisterCpuBackend();
+
+}  // namespace kindling::cpu
+
+#endif  // KINDLING_BACKEND_CPU_CPU_BACKEND_H_

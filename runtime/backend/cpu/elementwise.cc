@@ -1,0 +1,494 @@
+// Element-wise CPU kernels: copy/convert, fill, unary, binary, where.
+//
+// Every kernel is a StridedLayout walk (strided.h) whose innermost segment is
+// a plain loop. The all-unit-stride and scalar-broadcast (stride 0) segments
+// get their own loops so gcc emits AVX2 code for them.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "kindling/backend/cpu/element.h"
+#include "kindling/backend/cpu/kernels.h"
+#include "kindling/backend/cpu/strided.h"
+#include "kindling/backend/cpu/vector_math.h"
+#include "kindling/core/check.h"
+
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
+namespace kindling::cpu {
+namespace {
+
+// Element-wise functions that cost more than a load and a store get a smaller
+// parallel grain.
+constexpr int64_t kTranscendentalGrain = int64_t{1} << 13;
+
+// Outputs this large are written with non-temporal (streaming) stores: they
+// cannot stay in cache anyway, and a normal store first reads the line it
+// overwrites, so streaming cuts a + b's memory traffic from 4 to 3 passes.
+constexpr int64_t kStreamingBytes = int64_t{4} << 20;
+
+// StreamStore() copies `bytes` from a cache-resident buffer to `target`,
+// streaming the 32-byte-aligned middle.
+inline void StreamStore(char* target, const char* source, int64_t bytes) {
+#if defined(__AVX__)
+  int64_t head = static_cast<int64_t>(
+      (32 - reinterpret_cast<uintptr_t>(target) % 32) % 32);
+  head = std::min(head, bytes);
+  std::memcpy(target, source, head);
+  int64_t i = head;
+  for (; i + 32 <= bytes; i += 32) {
+    _mm256_stream_si256(
+        reinterpret_cast<__m256i*>(target + i),
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(source + i)));
+  }
+  std::memcpy(target + i, source + i, bytes - i);
+#else
+  std::memcpy(target, source, bytes);
+#endif
+}
+
+// StreamingLoop() writes out[0..count) chunk by chunk: `fill(buffer, begin,
+// n)` computes elements begin..begin+n into an L1-resident buffer (a plain
+// loop gcc vectorizes), which is then streamed out. Reading inputs chunk by
+// chunk before writing keeps in-place use (out == input) correct.
+template <class TOut, class Fill>
+void StreamingLoop(TOut* out, int64_t count, const Fill& fill) {
+  constexpr int64_t kChunk = 8192 / int64_t{sizeof(TOut)};
+  alignas(64) TOut buffer[kChunk];
+  for (int64_t begin = 0; begin < count; begin += kChunk) {
+    const int64_t n = std::min(kChunk, count - begin);
+    fill(buffer, begin, n);
+    StreamStore(reinterpret_cast<char*>(out + begin),
+                reinterpret_cast<const char*>(buffer),
+                n * int64_t{sizeof(TOut)});
+  }
+#if defined(__AVX__)
+  _mm_sfence();  // order the streaming stores before the join
+#endif
+}
+
+// --- Copy and conversion -------------------------------------------------
+
+template <class To, class From>
+void ConvertSegment(To* out, int64_t out_stride, const From* in,
+                    int64_t in_stride, int64_t count) {
+  if (out_stride == 1 && in_stride == 1) {
+#if defined(__F16C__)
+    // F16C rounds to nearest even and quiets NaNs exactly like the scalar
+    // reference in half.h (tests compare the two bit for bit).
+    if constexpr (std::is_same_v<To, Half> && std::is_same_v<From, float>) {
+      int64_t i = 0;
+      for (; i + 8 <= count; i += 8) {
+        const __m128i halves =
+            _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), halves);
+      }
+      for (; i < count; ++i) out[i] = Convert<To>(in[i]);
+      return;
+    }
+    if constexpr (std::is_same_v<To, float> && std::is_same_v<From, Half>) {
+      int64_t i = 0;
+      for (; i + 8 <= count; i += 8) {
+        const __m128i halves =
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(halves));
+      }
+      for (; i < count; ++i) out[i] = Convert<To>(in[i]);
+      return;
+    }
+#endif
+    for (int64_t i = 0; i < count; ++i) out[i] = Convert<To>(in[i]);
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    out[i * out_stride] = Convert<To>(in[i * in_stride]);
+  }
+}
+
+// Same-dtype copy by element size: memcpy for unit strides.
+void RawCopySegment(char* out, int64_t out_stride, const char* in,
+                    int64_t in_stride, int64_t count, size_t size) {
+  if (out_stride == static_cast<int64_t>(size) &&
+      in_stride == static_cast<int64_t>(size)) {
+    std::memcpy(out, in, count * size);
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(out + i * out_stride, in + i * in_stride, size);
+  }
+}
+
+}  // namespace
+
+void CopyKernel(const TensorBase& out, const TensorBase& in) {
+  const auto layout = MakeLayout<2>({&out, &in});
+  if (out.dtype() == in.dtype()) {
+    const size_t size = out.element_size();
+    ForEachSegment(
+        layout, kElementGrain,
+        [size](char* const* data, const int64_t* stride, int64_t count) {
+          RawCopySegment(data[0], stride[0], data[1], stride[1], count, size);
+        });
+    return;
+  }
+  DispatchDType(out.dtype(), [&]<class To>() {
+    DispatchDType(in.dtype(), [&]<class From>() {
+      ForEachSegment(
+          layout, kElementGrain,
+          [](char* const* data, const int64_t* stride, int64_t count) {
+            ConvertSegment(reinterpret_cast<To*>(data[0]),
+                           stride[0] / int64_t{sizeof(To)},
+                           reinterpret_cast<const From*>(data[1]),
+                           stride[1] / int64_t{sizeof(From)}, count);
+          });
+    });
+  });
+}
+
+void FillKernel(const TensorBase& out, double value) {
+  const auto layout = MakeLayout<1>({&out});
+  DispatchDType(out.dtype(), [&]<class T>() {
+    const T fill = Convert<T>(value);
+    ForEachSegment(
+        layout, kElementGrain,
+        [fill](char* const* data, const int64_t* stride, int64_t count) {
+          T* target = reinterpret_cast<T*>(data[0]);
+          const int64_t step = stride[0] / int64_t{sizeof(T)};
+          if (step == 1) {
+            for (int64_t i = 0; i < count; ++i) target[i] = fill;
+          } else {
+            for (int64_t i = 0; i < count; ++i) {
+              target[i * step] = fill;
+            }
+          }
+        });
+  });
+}
+
+namespace {
+
+// --- Unary -----------------------------------------------------------------
+
+// Runs out[i] = f(in[i]) over a 2-operand layout.
+template <class TOut, class TIn, class F>
+void RunUnary(const StridedLayout<2>& layout, int64_t grain, F f) {
+  ForEachSegment(layout, grain,
+                 [f](char* const* data, const int64_t* stride, int64_t count) {
+                   TOut* out = reinterpret_cast<TOut*>(data[0]);
+                   const TIn* in = reinterpret_cast<const TIn*>(data[1]);
+                   const int64_t so = stride[0] / int64_t{sizeof(TOut)};
+                   const int64_t si = stride[1] / int64_t{sizeof(TIn)};
+                   if (so == 1 && si == 1 &&
+                       count * int64_t{sizeof(TOut)} >= kStreamingBytes) {
+                     StreamingLoop(out, count,
+                                   [&](TOut* buffer, int64_t begin, int64_t n) {
+                                     const TIn* source = in + begin;
+                                     for (int64_t i = 0; i < n; ++i)
+                                       buffer[i] = f(source[i]);
+                                   });
+                   } else if (so == 1 && si == 1) {
+                     for (int64_t i = 0; i < count; ++i) out[i] = f(in[i]);
+                   } else {
+                     for (int64_t i = 0; i < count; ++i) {
+                       out[i * so] = f(in[i * si]);
+                     }
+                   }
+                 });
+}
+
+// Wrapping integer arithmetic: signed overflow must not be undefined.
+template <class T>
+T WrapAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+template <class T>
+T WrapSub(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+  } else {
+    return a - b;
+  }
+}
+template <class T>
+T WrapMul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+// Integer division truncates; x / 0 is 0 and MIN / -1 wraps to MIN.
+template <class T>
+T SafeDiv(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) return T{0};
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return WrapSub(T{0}, a);
+    }
+    return static_cast<T>(a / b);
+  } else {
+    return a / b;
+  }
+}
+// Integer power by squaring; negative exponents give 0 except for bases 1
+// and -1 (the integer part of the real result).
+template <class T>
+T IntPow(T base, T exponent) {
+  if constexpr (std::is_signed_v<T>) {
+    if (exponent < 0) {
+      if (base == 1) return 1;
+      if (base == -1) return (exponent & 1) ? T(-1) : T(1);
+      return 0;
+    }
+  }
+  T result = 1;
+  while (exponent != 0) {
+    if (exponent & 1) result = WrapMul(result, base);
+    base = WrapMul(base, base);
+    exponent = static_cast<T>(exponent >> 1);
+  }
+  return result;
+}
+
+template <class T>
+void UnaryTyped(UnaryOp op, const StridedLayout<2>& layout, double arg0,
+                double arg1) {
+  constexpr bool kFloat = std::is_floating_point_v<T>;
+  switch (op) {
+    case UnaryOp::kNeg:
+      return RunUnary<T, T>(layout, kElementGrain,
+                            [](T x) { return WrapSub(T{0}, x); });
+    case UnaryOp::kAbs:
+      return RunUnary<T, T>(layout, kElementGrain, [](T x) {
+        if constexpr (std::is_unsigned_v<T>) {
+          return x;
+        } else if constexpr (kFloat) {
+          return std::fabs(x);
+        } else {
+          return x < 0 ? WrapSub(T{0}, x) : x;
+        }
+      });
+    case UnaryOp::kRelu:
+      return RunUnary<T, T>(layout, kElementGrain,
+                            [](T x) { return x > T{0} ? x : T{0}; });
+    case UnaryOp::kClamp: {
+      const T low = Convert<T>(arg0);
+      const T high = Convert<T>(arg1);
+      return RunUnary<T, T>(layout, kElementGrain, [low, high](T x) {
+        const T lower = x < low ? low : x;
+        return lower > high ? high : lower;
+      });
+    }
+    default:
+      break;
+  }
+  if constexpr (kFloat) {
+    switch (op) {
+      case UnaryOp::kExp:
+        return RunUnary<T, T>(layout, kTranscendentalGrain, [](T x) {
+          if constexpr (std::is_same_v<T, float>) {
+            return VectorExp(x);
+          } else {
+            return std::exp(x);
+          }
+        });
+      case UnaryOp::kLog:
+        return RunUnary<T, T>(layout, kTranscendentalGrain,
+                              [](T x) { return std::log(x); });
+      case UnaryOp::kSqrt:
+        return RunUnary<T, T>(layout, kElementGrain,
+                              [](T x) { return std::sqrt(x); });
+      case UnaryOp::kGelu:
+        return RunUnary<T, T>(layout, kTranscendentalGrain, [](T x) {
+          constexpr T kInvSqrt2 = T(0.70710678118654752440);
+          return T(0.5) * x * (T(1) + std::erf(x * kInvSqrt2));
+        });
+      case UnaryOp::kSigmoid:
+        return RunUnary<T, T>(layout, kTranscendentalGrain, [](T x) {
+          if constexpr (std::is_same_v<T, float>) {
+            return 1.0f / (1.0f + VectorExp(-x));
+          } else {
+            return T(1) / (T(1) + std::exp(-x));
+          }
+        });
+      case UnaryOp::kTanh:
+        return RunUnary<T, T>(layout, kTranscendentalGrain,
+                              [](T x) { return std::tanh(x); });
+      default:
+        break;
+    }
+  }
+  KINDLING_CHECK(false, "cpu unary op %d: unsupported dtype",
+                 static_cast<int>(op));
+}
+
+}  // namespace
+
+void UnaryKernel(UnaryOp op, const TensorBase& out, const TensorBase& in,
+                 double arg0, double arg1) {
+  const auto layout = MakeLayout<2>({&out, &in});
+  if (op == UnaryOp::kLogicalNot) {
+    RunUnary<bool, bool>(layout, kElementGrain, [](bool x) { return !x; });
+    return;
+  }
+  DispatchArithmetic(in.dtype(), "unary",
+                     [&]<class T>() { UnaryTyped<T>(op, layout, arg0, arg1); });
+}
+
+namespace {
+
+// --- Binary ----------------------------------------------------------------
+
+// Runs out[i] = f(lhs[i], rhs[i]) with loops for the unit-stride and
+// broadcast-scalar cases.
+template <class TOut, class TIn, class F>
+void RunBinary(const StridedLayout<3>& layout, F f) {
+  ForEachSegment(layout, kElementGrain,
+                 [f](char* const* data, const int64_t* stride, int64_t count) {
+                   TOut* out = reinterpret_cast<TOut*>(data[0]);
+                   const TIn* a = reinterpret_cast<const TIn*>(data[1]);
+                   const TIn* b = reinterpret_cast<const TIn*>(data[2]);
+                   const int64_t so = stride[0] / int64_t{sizeof(TOut)};
+                   const int64_t sa = stride[1] / int64_t{sizeof(TIn)};
+                   const int64_t sb = stride[2] / int64_t{sizeof(TIn)};
+                   if (so == 1 && sa == 1 && sb == 1 &&
+                       count * int64_t{sizeof(TOut)} >= kStreamingBytes) {
+                     StreamingLoop(out, count,
+                                   [&](TOut* buffer, int64_t begin, int64_t n) {
+                                     const TIn* x = a + begin;
+                                     const TIn* y = b + begin;
+                                     for (int64_t i = 0; i < n; ++i)
+                                       buffer[i] = f(x[i], y[i]);
+                                   });
+                   } else if (so == 1 && sa == 1 && sb == 1) {
+                     for (int64_t i = 0; i < count; ++i) out[i] = f(a[i], b[i]);
+                   } else if (so == 1 && sa == 1 && sb == 0) {
+                     const TIn scalar = *b;
+                     for (int64_t i = 0; i < count; ++i)
+                       out[i] = f(a[i], scalar);
+                   } else if (so == 1 && sa == 0 && sb == 1) {
+                     const TIn scalar = *a;
+                     for (int64_t i = 0; i < count; ++i)
+                       out[i] = f(scalar, b[i]);
+                   } else {
+                     for (int64_t i = 0; i < count; ++i) {
+                       out[i * so] = f(a[i * sa], b[i * sb]);
+                     }
+                   }
+                 });
+}
+
+template <class T>
+void BinaryTyped(BinaryOp op, const StridedLayout<3>& layout) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return RunBinary<T, T>(layout, [](T a, T b) { return WrapAdd(a, b); });
+    case BinaryOp::kSub:
+      return RunBinary<T, T>(layout, [](T a, T b) { return WrapSub(a, b); });
+    case BinaryOp::kMul:
+      return RunBinary<T, T>(layout, [](T a, T b) { return WrapMul(a, b); });
+    case BinaryOp::kDiv:
+      return RunBinary<T, T>(layout, [](T a, T b) { return SafeDiv(a, b); });
+    case BinaryOp::kPow:
+      return RunBinary<T, T>(layout, [](T a, T b) {
+        if constexpr (std::is_floating_point_v<T>) {
+          return std::pow(a, b);
+        } else {
+          return IntPow(a, b);
+        }
+      });
+    case BinaryOp::kMaximum:
+      return RunBinary<T, T>(layout, [](T a, T b) {
+        if constexpr (std::is_floating_point_v<T>) {
+          if (std::isnan(a) || std::isnan(b)) return a + b;  // NaN propagates
+        }
+        return a > b ? a : b;
+      });
+    case BinaryOp::kMinimum:
+      return RunBinary<T, T>(layout, [](T a, T b) {
+        if constexpr (std::is_floating_point_v<T>) {
+          if (std::isnan(a) || std::isnan(b)) return a + b;
+        }
+        return a < b ? a : b;
+      });
+    case BinaryOp::kEqual:
+      return RunBinary<bool, T>(layout, [](T a, T b) { return a == b; });
+    case BinaryOp::kNotEqual:
+      return RunBinary<bool, T>(layout, [](T a, T b) { return a != b; });
+    case BinaryOp::kLess:
+      return RunBinary<bool, T>(layout, [](T a, T b) { return a < b; });
+    case BinaryOp::kLessEqual:
+      return RunBinary<bool, T>(layout, [](T a, T b) { return a <= b; });
+    case BinaryOp::kGreater:
+      return RunBinary<bool, T>(layout, [](T a, T b) { return a > b; });
+    case BinaryOp::kGreaterEqual:
+      return RunBinary<bool, T>(layout, [](T a, T b) { return a >= b; });
+    case BinaryOp::kLogicalAnd:
+    case BinaryOp::kLogicalOr:
+      break;
+  }
+  KINDLING_CHECK(false, "cpu binary op %d: unsupported dtype",
+                 static_cast<int>(op));
+}
+
+}  // namespace
+
+void BinaryKernel(BinaryOp op, const TensorBase& out, const TensorBase& lhs,
+                  const TensorBase& rhs) {
+  const auto layout = MakeLayout<3>({&out, &lhs, &rhs});
+  if (lhs.dtype() == DType::kBool) {
+    switch (op) {
+      case BinaryOp::kLogicalAnd:
+        return RunBinary<bool, bool>(layout,
+                                     [](bool a, bool b) { return a && b; });
+      case BinaryOp::kLogicalOr:
+        return RunBinary<bool, bool>(layout,
+                                     [](bool a, bool b) { return a || b; });
+      case BinaryOp::kEqual:
+        return RunBinary<bool, bool>(layout,
+                                     [](bool a, bool b) { return a == b; });
+      case BinaryOp::kNotEqual:
+        return RunBinary<bool, bool>(layout,
+                                     [](bool a, bool b) { return a != b; });
+      default:
+        KINDLING_CHECK(false, "cpu binary op %d: not defined for bool",
+                       static_cast<int>(op));
+    }
+  }
+  DispatchArithmetic(lhs.dtype(), "binary",
+                     [&]<class T>() { BinaryTyped<T>(op, layout); });
+}
+
+void WhereKernel(const TensorBase& out, const TensorBase& condition,
+                 const TensorBase& on_true, const TensorBase& on_false) {
+  const auto layout = MakeLayout<4>({&out, &condition, &on_true, &on_false});
+  DispatchDType(out.dtype(), [&]<class T>() {
+    ForEachSegment(layout, kElementGrain,
+                   [](char* const* data, const int64_t* stride, int64_t count) {
+                     T* result = reinterpret_cast<T*>(data[0]);
+                     const bool* pick = reinterpret_cast<const bool*>(data[1]);
+                     const T* a = reinterpret_cast<const T*>(data[2]);
+                     const T* b = reinterpret_cast<const T*>(data[3]);
+                     const int64_t so = stride[0] / int64_t{sizeof(T)};
+                     const int64_t sc = stride[1];
+                     const int64_t sa = stride[2] / int64_t{sizeof(T)};
+                     const int64_t sb = stride[3] / int64_t{sizeof(T)};
+                     for (int64_t i = 0; i < count; ++i) {
+                       result[i * so] = pick[i * sc] ? a[i * sa] : b[i * sb];
+                     }
+                   });
+  });
+}
+
+}  // namespace kindling::cpu

@@ -1,0 +1,40 @@
+// The CPU kernels behind CpuBackend, one function per Backend method. The
+// contracts (shapes, dtypes, aliasing) are those of kindling/tensor/backend.h;
+// the front end has already validated the operands.
+#ifndef KINDLING_BACKEND_CPU_KERNELS_H_
+#define KINDLING_BACKEND_CPU_KERNELS_H_
+
+#include "kindling/tensor/backend.h"
+#include "kindling/tensor/tensor_base.h"
+
+namespace kindling::cpu {
+
+// elementwise.cc
+void CopyKernel(const TensorBase& out, const TensorBase& in);
+void FillKernel(const TensorBase& out, double value);
+void UnaryKernel(UnaryOp op, const TensorBase& out, const TensorBase& in,
+                 double arg0, double arg1);
+void BinaryKernel(BinaryOp op, const TensorBase& out, const TensorBase& lhs,
+                  const TensorBase& rhs);
+void WhereKernel(const TensorBase& out, const TensorBase& condition,
+                 const TensorBase& on_true, const TensorBase& on_false);
+
+// reduce.cc
+void ReduceKernel(ReduceOp op, const TensorBase& out, const TensorBase& in,
+                  int axis);
+void SoftmaxKernel(const TensorBase& out, const TensorBase& in, int axis,
+                   bool log);
+
+// matmul.cc
+void MatmulKernel(const TensorBase& out, const TensorBase& lhs,
+                  const TensorBase& rhs);
+
+// index.cc
+void IndexSelectKernel(const TensorBase& out, const TensorBase& in, int axis,
+                       const TensorBase& index);
+void GatherKernel(const TensorBase& out, const TensorBase& in, int axis,
+                  const TensorBase& index);
+
+}  // namespace kindling::cpu
+
+#endif  // KINDLING_BACKEND_CPU_KERNELS_H_

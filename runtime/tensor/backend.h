@@ -1,0 +1,151 @@
+// Backend: the kernel table a device type registers, and the registry the
+// tensor front end dispatches through.
+//
+// runtime/tensor knows shapes, broadcasting and views but no kernels: it sits
+// below runtime/backend. Each op validates its operands, allocates the output
+// and calls the Backend registered for the operands' device type. The CPU
+// backend registers itself when //runtime/backend/cpu is linked (its library
+// is alwayslink); a CUDA backend will register for DeviceKind::kCuda the same
+// way. Using a device whose backend is not linked aborts with a message saying
+// which target to add.
+//
+// Kernel contract, for every method below:
+//   * outputs come first; `out` is allocated by the caller and, unless stated
+//     otherwise, contiguous with the output shape and dtype;
+//   * inputs may be any strided view (transposed, sliced, expanded with zero
+//     strides) on the same device, already broadcast to the shapes stated;
+//   * the front end has checked shapes, dtypes and axes; a backend aborts on
+//     a dtype it does not implement.
+#ifndef KINDLING_TENSOR_BACKEND_H_
+#define KINDLING_TENSOR_BACKEND_H_
+
+#include <cstddef>
+#include <string_view>
+
+#include "kindling/tensor/device.h"
+
+namespace kindling {
+
+class TensorBase;
+
+// UnaryOp is an element-wise function of one tensor. kClamp takes its bounds
+// as the two scalar arguments of Backend::Unary.
+enum class UnaryOp {
+  kNeg,
+  kAbs,
+  kExp,
+  kLog,
+  kSqrt,
+  kRelu,
+  kGelu,
+  kSigmoid,
+  kTanh,
+  kClamp,
+  kLogicalNot,
+};
+
+// BinaryOp is an element-wise function of two tensors of one dtype. The
+// comparisons (kEqual .. kGreaterEqual) and logical ops write Bool.
+enum class BinaryOp {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kMaximum,
+  kMinimum,
+  kEqual,
+  kNotEqual,
+  kLess,
+  kLessEqual,
+  kGreater,
+  kGreaterEqual,
+  kLogicalAnd,
+  kLogicalOr,
+};
+
+// IsComparison() is true for the BinaryOps that produce Bool.
+constexpr bool IsComparison(BinaryOp op) { return op >= BinaryOp::kEqual; }
+
+// ReduceOp reduces one axis. kArgMax / kArgMin write i64 indices (the first
+// index on ties); the others keep the input dtype.
+enum class ReduceOp { kSum, kMean, kMax, kMin, kArgMax, kArgMin };
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // name() is for messages, e.g. "cpu".
+  virtual std::string_view name() const = 0;
+
+  // Allocate() returns at least `nbytes` bytes aligned to 64; never null for
+  // nbytes > 0 (out of memory aborts). Deallocate() gets the same size back.
+  virtual void* Allocate(const Device& device, size_t nbytes) = 0;
+  virtual void Deallocate(const Device& device, void* data, size_t nbytes) = 0;
+
+  // CopyFromHost(): out (contiguous) <- out.numel() elements at `host`, same
+  // dtype. CopyToHost(): the reverse, from any strided `in`.
+  virtual void CopyFromHost(const TensorBase& out, const void* host) = 0;
+  virtual void CopyToHost(void* host, const TensorBase& in) = 0;
+
+  // Copy(): out[i] = convert(in[i]) for one shape; `out` may be a strided
+  // view (cat writes through narrowed views) and the dtypes may differ
+  // (floats round to nearest even; float to integer truncates, saturates
+  // and maps NaN to 0; integer to a narrower integer wraps; x -> bool is
+  // x != 0).
+  virtual void Copy(const TensorBase& out, const TensorBase& in) = 0;
+
+  // Fill(): every element of `out` (any strided view) <- value.
+  virtual void Fill(const TensorBase& out, double value) = 0;
+
+  // Unary(): out = op(in), one shape and dtype.
+  virtual void Unary(UnaryOp op, const TensorBase& out, const TensorBase& in,
+                     double arg0, double arg1) = 0;
+
+  // Binary(): out = op(lhs, rhs); lhs and rhs have out's shape (broadcast by
+  // zero strides) and one dtype. `out` may alias lhs exactly (in-place ops).
+  virtual void Binary(BinaryOp op, const TensorBase& out, const TensorBase& lhs,
+                      const TensorBase& rhs) = 0;
+
+  // Where(): out = condition ? on_true : on_false, all of out's shape.
+  virtual void Where(const TensorBase& out, const TensorBase& condition,
+                     const TensorBase& on_true, const TensorBase& on_false) = 0;
+
+  // Reduce(): out has in's shape with size 1 at `axis`.
+  virtual void Reduce(ReduceOp op, const TensorBase& out, const TensorBase& in,
+                      int axis) = 0;
+
+  // Softmax(): out = softmax(in) (or log_softmax) along `axis`, same shape.
+  virtual void Softmax(const TensorBase& out, const TensorBase& in, int axis,
+                       bool log) = 0;
+
+  // Matmul(): out [B.., M, N] = lhs [B.., M, K] x rhs [B.., K, N]; the batch
+  // dims B.. are already broadcast (possibly zero strides).
+  virtual void Matmul(const TensorBase& out, const TensorBase& lhs,
+                      const TensorBase& rhs) = 0;
+
+  // IndexSelect(): out = in with `axis` replaced by index's entries;
+  // index is 1-D i64/i32 with entries in range.
+  virtual void IndexSelect(const TensorBase& out, const TensorBase& in,
+                           int axis, const TensorBase& index) = 0;
+
+  // Gather(): out[.., i, ..] = in[.., index[.., i, ..], ..] along `axis`;
+  // index has out's shape, entries in range.
+  virtual void Gather(const TensorBase& out, const TensorBase& in, int axis,
+                      const TensorBase& index) = 0;
+};
+
+// RegisterBackend() makes `backend` serve every device of `type`. Called from
+// a backend library's static initializer; `backend` must live forever. A
+// second registration for the same type replaces the first.
+void RegisterBackend(DeviceKind type, Backend* backend);
+
+// HasBackend() is true when a backend serves `type`.
+bool HasBackend(DeviceKind type);
+
+// GetBackend() is the backend serving `device`; aborts when none is linked.
+Backend& GetBackend(const Device& device);
+
+}  // namespace kindling
+
+#endif  // KINDLING_TENSOR_BACKEND_H_

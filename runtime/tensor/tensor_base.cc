@@ -1,0 +1,328 @@
+#include "kindling/tensor/tensor_base.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kindling/core/check.h"
+#include "kindling/tensor/backend.h"
+
+namespace kindling {
+
+TensorBase::TensorBase(std::shared_ptr<Storage> storage, DType dtype,
+                       Shape shape, Shape strides, int64_t offset,
+                       bool require_grad)
+    : storage_(std::move(storage)),
+      dtype_(dtype),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)),
+      offset_(offset),
+      require_grad_(require_grad) {
+  KINDLING_CHECK(storage_ != nullptr, "tensor: null storage");
+  KINDLING_CHECK(shape_.rank() == strides_.rank(),
+                 "tensor: shape %s and strides %s differ in rank",
+                 shape_.ToString(), strides_.ToString());
+  // The lowest and highest element addressed must lie inside the storage.
+  int64_t low = offset_;
+  int64_t high = offset_;
+  bool empty = false;
+  for (int axis = 0; axis < shape_.rank(); ++axis) {
+    KINDLING_CHECK(shape_[axis] >= 0, "tensor: negative dimension in %s",
+                   shape_.ToString());
+    if (shape_[axis] == 0) empty = true;
+    const int64_t span = (shape_[axis] - 1) * strides_[axis];
+    if (span < 0)
+      low += span;
+    else
+      high += span;
+  }
+  if (!empty) {
+    KINDLING_CHECK(
+        low >= 0 && (high + 1) * static_cast<int64_t>(DTypeSize(dtype_)) <=
+                        static_cast<int64_t>(storage_->nbytes()),
+        "tensor: layout %s strides %s offset %d exceeds storage of %d bytes",
+        shape_.ToString(), strides_.ToString(), offset_, storage_->nbytes());
+  }
+}
+
+TensorBase TensorBase::Empty(const Shape& shape, DType dtype,
+                             const Device& device) {
+  for (int64_t dim : shape) {
+    KINDLING_CHECK(dim >= 0, "empty: negative dimension in %s",
+                   shape.ToString());
+  }
+  const size_t nbytes = shape.num_elements() * DTypeSize(dtype);
+  return TensorBase(Storage::Allocate(device, nbytes), dtype, shape,
+                    ContiguousStrides(shape), 0);
+}
+
+TensorBase TensorBase::FromHost(const void* host, const Shape& shape,
+                                DType dtype, const Device& device) {
+  TensorBase result = Empty(shape, dtype, device);
+  if (result.numel() > 0) GetBackend(device).CopyFromHost(result, host);
+  return result;
+}
+
+const Device& TensorBase::device() const {
+  KINDLING_CHECK(storage_ != nullptr, "tensor: use of an undefined tensor");
+  return storage_->device();
+}
+
+void* TensorBase::data() const {
+  KINDLING_CHECK(storage_ != nullptr, "tensor: use of an undefined tensor");
+  return static_cast<char*>(storage_->data()) + offset_ * element_size();
+}
+
+bool TensorBase::is_contiguous() const {
+  int64_t expected = 1;
+  for (int axis = rank() - 1; axis >= 0; --axis) {
+    if (shape_[axis] == 1) continue;
+    if (strides_[axis] != expected) return false;
+    expected *= shape_[axis];
+  }
+  return true;
+}
+
+TensorBase TensorBase::with_require_grad(bool require_grad) const {
+  TensorBase result = *this;
+  result.require_grad_ = require_grad;
+  return result;
+}
+
+int TensorBase::NormalizeAxis(int axis, const char* op) const {
+  const int normalized = axis < 0 ? axis + rank() : axis;
+  KINDLING_CHECK(normalized >= 0 && normalized < rank(),
+                 "%s: axis %d out of range for shape %s", op, axis,
+                 shape_.ToString());
+  return normalized;
+}
+
+namespace {
+
+// Tries to express a row-major view with `new_shape` over (shape, strides)
+// without copying (the algorithm of PyTorch's view()): input dims are grouped
+// into chunks that are contiguous among themselves, and each chunk is split
+// into output dims.
+bool ComputeViewStrides(const Shape& shape, const Shape& strides,
+                        const Shape& new_shape, Shape* new_strides) {
+  Shape result = new_shape;
+  if (shape.rank() == 0 || shape.num_elements() == 0) {
+    *new_strides = ContiguousStrides(new_shape);
+    return true;
+  }
+  int view_axis = new_shape.rank() - 1;
+  int64_t chunk_base_stride = strides[shape.rank() - 1];
+  int64_t tensor_numel = 1;
+  int64_t view_numel = 1;
+  for (int axis = shape.rank() - 1; axis >= 0; --axis) {
+    tensor_numel *= shape[axis];
+    const bool chunk_ends =
+        axis == 0 || (shape[axis - 1] != 1 &&
+                      strides[axis - 1] != tensor_numel * chunk_base_stride);
+    if (!chunk_ends) continue;
+    while (view_axis >= 0 &&
+           (view_numel < tensor_numel || new_shape[view_axis] == 1)) {
+      result[view_axis] = view_numel * chunk_base_stride;
+      view_numel *= new_shape[view_axis];
+      --view_axis;
+    }
+    if (view_numel != tensor_numel) return false;
+    if (axis > 0) {
+      chunk_base_stride = strides[axis - 1];
+      tensor_numel = 1;
+      view_numel = 1;
+    }
+  }
+  if (view_axis != -1) return false;
+  *new_strides = std::move(result);
+  return true;
+}
+
+}  // namespace
+
+TensorBase TensorBase::Reshape(const Shape& requested) const {
+  Shape shape = requested;
+  int inferred = -1;
+  int64_t known = 1;
+  for (int axis = 0; axis < shape.rank(); ++axis) {
+    if (shape[axis] == -1) {
+      KINDLING_CHECK(inferred == -1, "reshape: more than one -1 in %s",
+                     requested.ToString());
+      inferred = axis;
+    } else {
+      KINDLING_CHECK(shape[axis] >= 0, "reshape: negative dimension in %s",
+                     requested.ToString());
+      known *= shape[axis];
+    }
+  }
+  if (inferred >= 0) {
+    KINDLING_CHECK(known != 0 && numel() % known == 0,
+                   "reshape: cannot infer -1 in %s from shape %s",
+                   requested.ToString(), shape_.ToString());
+    shape[inferred] = numel() / known;
+  }
+  KINDLING_CHECK(shape.num_elements() == numel(),
+                 "reshape: shape %s has %d elements, input shape %s has %d",
+                 shape.ToString(), shape.num_elements(), shape_.ToString(),
+                 numel());
+  Shape strides;
+  if (ComputeViewStrides(shape_, strides_, shape, &strides)) {
+    return TensorBase(storage_, dtype_, std::move(shape), std::move(strides),
+                      offset_, require_grad_);
+  }
+  return Contiguous().Reshape(shape);
+}
+
+TensorBase TensorBase::Permute(std::span<const int> axes) const {
+  KINDLING_CHECK(static_cast<int>(axes.size()) == rank(),
+                 "permute: %d axes given for shape %s", axes.size(),
+                 shape_.ToString());
+  Shape shape = shape_;
+  Shape strides = strides_;
+  uint64_t seen = 0;
+  for (int i = 0; i < rank(); ++i) {
+    const int axis = NormalizeAxis(axes[i], "permute");
+    KINDLING_CHECK((seen & (1ull << axis)) == 0,
+                   "permute: axis %d repeated for shape %s", axis,
+                   shape_.ToString());
+    seen |= 1ull << axis;
+    shape[i] = shape_[axis];
+    strides[i] = strides_[axis];
+  }
+  return TensorBase(storage_, dtype_, std::move(shape), std::move(strides),
+                    offset_, require_grad_);
+}
+
+TensorBase TensorBase::Transpose(int axis0, int axis1) const {
+  const int a = NormalizeAxis(axis0, "transpose");
+  const int b = NormalizeAxis(axis1, "transpose");
+  std::vector<int> axes(rank());
+  std::iota(axes.begin(), axes.end(), 0);
+  std::swap(axes[a], axes[b]);
+  return Permute(axes);
+}
+
+TensorBase TensorBase::Narrow(int axis, int64_t start, int64_t length) const {
+  const int a = NormalizeAxis(axis, "narrow");
+  KINDLING_CHECK(start >= 0 && length >= 0 && start + length <= shape_[a],
+                 "narrow: range [%d, %d) out of bounds for axis %d of shape %s",
+                 start, start + length, a, shape_.ToString());
+  Shape shape = shape_;
+  shape[a] = length;
+  return TensorBase(storage_, dtype_, std::move(shape), strides_,
+                    offset_ + start * strides_[a], require_grad_);
+}
+
+TensorBase TensorBase::Slice(int axis, int64_t start, int64_t end,
+                             int64_t step) const {
+  const int a = NormalizeAxis(axis, "slice");
+  KINDLING_CHECK(step > 0, "slice: step %d must be positive", step);
+  const int64_t size = shape_[a];
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  Shape shape = shape_;
+  Shape strides = strides_;
+  shape[a] = (end - start + step - 1) / step;
+  strides[a] = strides_[a] * step;
+  return TensorBase(storage_, dtype_, std::move(shape), std::move(strides),
+                    offset_ + start * strides_[a], require_grad_);
+}
+
+TensorBase TensorBase::Expand(const Shape& shape) const {
+  KINDLING_CHECK(shape.rank() >= rank(), "expand: cannot expand %s to %s",
+                 shape_.ToString(), shape.ToString());
+  const int lead = shape.rank() - rank();
+  Shape strides = shape;
+  for (int axis = 0; axis < shape.rank(); ++axis) {
+    if (axis < lead) {
+      strides[axis] = 0;
+      continue;
+    }
+    const int64_t dim = shape_[axis - lead];
+    KINDLING_CHECK(dim == shape[axis] || dim == 1,
+                   "expand: cannot expand %s to %s", shape_.ToString(),
+                   shape.ToString());
+    strides[axis] = dim == shape[axis] ? strides_[axis - lead] : 0;
+  }
+  return TensorBase(storage_, dtype_, shape, std::move(strides), offset_,
+                    require_grad_);
+}
+
+TensorBase TensorBase::Unsqueeze(int axis) const {
+  const int a = axis < 0 ? axis + rank() + 1 : axis;
+  KINDLING_CHECK(a >= 0 && a <= rank(),
+                 "unsqueeze: axis %d out of range for shape %s", axis,
+                 shape_.ToString());
+  Shape shape = shape_;
+  Shape strides = strides_;
+  const int64_t stride = a < rank() ? strides_[a] * shape_[a] : 1;
+  shape.insert(a, 1);
+  strides.insert(a, stride);
+  return TensorBase(storage_, dtype_, std::move(shape), std::move(strides),
+                    offset_, require_grad_);
+}
+
+TensorBase TensorBase::Squeeze(int axis) const {
+  const int a = NormalizeAxis(axis, "squeeze");
+  KINDLING_CHECK(shape_[a] == 1, "squeeze: axis %d of shape %s is not 1", a,
+                 shape_.ToString());
+  Shape shape = shape_;
+  Shape strides = strides_;
+  shape.erase(a);
+  strides.erase(a);
+  return TensorBase(storage_, dtype_, std::move(shape), std::move(strides),
+                    offset_, require_grad_);
+}
+
+TensorBase TensorBase::Contiguous() const {
+  if (is_contiguous()) return *this;
+  return Clone();
+}
+
+TensorBase TensorBase::Clone() const {
+  TensorBase result = Empty(shape_, dtype_, device());
+  if (numel() > 0) GetBackend(device()).Copy(result, *this);
+  result.require_grad_ = require_grad_;
+  return result;
+}
+
+TensorBase TensorBase::To(DType dtype) const {
+  if (dtype == dtype_) return *this;
+  TensorBase result = Empty(shape_, dtype, device());
+  if (numel() > 0) GetBackend(device()).Copy(result, *this);
+  result.require_grad_ = require_grad_;
+  return result;
+}
+
+TensorBase TensorBase::ToDevice(const Device& device) const {
+  if (device == this->device()) return *this;
+  std::vector<char> host(numel() * element_size());
+  CopyToHost(host.data());
+  TensorBase result = FromHost(host.data(), shape_, dtype_, device);
+  result.require_grad_ = require_grad_;
+  return result;
+}
+
+void TensorBase::CopyToHost(void* host) const {
+  if (numel() > 0) GetBackend(device()).CopyToHost(host, *this);
+}
+
+void TensorBase::MakeWritable() {
+  KINDLING_CHECK(storage_ != nullptr, "tensor: use of an undefined tensor");
+  if (!storage_->is_read_only()) return;
+  *this = Clone();
+}
+
+std::string TensorBase::ToString() const {
+  if (!defined()) return "Tensor(undefined)";
+  return absl::StrCat("Tensor(", std::string(DTypeName(dtype_)),
+                      shape_.ToString(), ", ", device().ToString(), ")");
+}
+
+}  // namespace kindling
