@@ -5,6 +5,8 @@ include path as `kindling/<layer>/<file>.h` and applies the project's copts, so
 BUILD files stay one line per concept.
 """
 
+load("//codegen:defs.bzl", "kindling_module_library")
+
 KINDLING_COPTS = [
     "-Werror=return-type",
     "-Werror=unused-result",
@@ -30,5 +32,20 @@ def kindling_cc_test(name, srcs, deps = [], copts = [], size = "small", **kwargs
         srcs = srcs,
         deps = deps + ["@googletest//:gtest_main"],
         copts = KINDLING_COPTS + copts,
+        **kwargs
+    )
+
+def kindling_runtime_module_library(name, hdrs, srcs = [], deps = [], copts = [], **kwargs):
+    """kindling_module_library for runtime headers: kindling-gen writes
+    `kindling/<layer>/<file>.kindling.h` next to each header."""
+    kindling_module_library(
+        name = name,
+        hdrs = hdrs,
+        srcs = srcs,
+        deps = deps,
+        copts = KINDLING_COPTS + copts,
+        strip_include_prefix = "/runtime",
+        include_prefix = "kindling",
+        visibility = ["//visibility:public"],
         **kwargs
     )

@@ -1,0 +1,36 @@
+// Submodules and parameters in std::vector, std::array, std::optional and
+// std::variant, nested too.
+#ifndef KINDLING_TESTS_CODEGEN_TESTDATA_CONTAINERS_H_
+#define KINDLING_TESTS_CODEGEN_TESTDATA_CONTAINERS_H_
+
+#include <array>
+#include <optional>
+#include <variant>
+#include <vector>
+
+#include "kindling/module/annotations.h"
+#include "tests/codegen/testdata/leaves.h"
+
+namespace demo {
+
+struct KINDLING_MODULE Linear {
+  kindling::Param<kindling::Tensor<2>> weight;
+};
+
+struct KINDLING_MODULE Conv {
+  kindling::Param<kindling::Tensor<4>> kernel;
+};
+
+struct KINDLING_MODULE Stack {
+  std::vector<Linear> layers;
+  std::array<Linear, 3> heads;
+  std::optional<Linear> projection;
+  std::variant<Linear, Conv> stem;
+  std::vector<std::optional<Conv>> maybe_convs;
+  std::array<kindling::Param<kindling::Tensor<1>>, 2> scales;
+  std::vector<int> layer_sizes;
+};
+
+}  // namespace demo
+
+#endif  // KINDLING_TESTS_CODEGEN_TESTDATA_CONTAINERS_H_
