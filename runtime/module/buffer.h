@@ -7,18 +7,25 @@
 // copies of a module share their buffers (as copies of a Param share their
 // state) and update() is visible to all of them.
 //
-//   kindling::Buffer<Tensor<1>> running_mean(Tensor<1>::Zeros({64}, device));
+// A buffer starts from a Param, usually a lazy one, so building a model
+// allocates nothing for its buffers either: the first value() or update()
+// reads the initial value.
+//
+//   kindling::Buffer<Tensor<1>> running_mean(
+//       kindling::Initializer::Zeros().Init<1>({64}, device));
 //   running_mean.update(new_mean);      // from forward(), const module
 //   Tensor<1> mean = running_mean.value();
 //
-// Thread safety: value() and update() may be called from any thread.
+// Thread safety: every member function may be called from any thread.
 #ifndef KINDLING_MODULE_BUFFER_H_
 #define KINDLING_MODULE_BUFFER_H_
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 
+#include "kindling/core/param.h"
 #include "kindling/core/param_id.h"
 #include "kindling/core/parameter.h"
 
@@ -30,30 +37,62 @@ class Buffer {
   using DeviceType = typename T::DeviceType;
   using ShapeType = typename T::ShapeType;
 
+  // A buffer whose first value is `initial`'s (read lazily), under its id.
+  explicit Buffer(Param<T> initial)
+      : id_(initial.id()), cell_(std::make_shared<Cell>(std::move(initial))) {}
+
+  // A buffer holding `value` now.
   explicit Buffer(T value, ParamId id = ParamId::New())
-      : id_(id), cell_(std::make_shared<Cell>(std::move(value))) {}
+      : Buffer(Param<T>::Initialized(id, std::move(value))) {}
 
   ParamId id() const { return id_; }
 
-  // value() returns a copy of the current value (a handle for tensors).
+  // value() returns the current value (a handle for tensors), reading the
+  // initial value on first use.
   T value() const {
     std::lock_guard<std::mutex> lock(cell_->mutex);
-    return cell_->value;
+    if (!cell_->current.has_value()) cell_->current = cell_->initial.val();
+    return *cell_->current;
   }
 
   // update() replaces the value, for this Buffer and every copy of it.
   void update(T value) const {
     std::lock_guard<std::mutex> lock(cell_->mutex);
-    cell_->value = std::move(value);
+    cell_->current = std::move(value);
   }
 
-  DeviceType device() const { return value().device(); }
-  ShapeType shape() const { return value().shape(); }
+  // is_initialized() is true once the value exists.
+  bool is_initialized() const {
+    std::lock_guard<std::mutex> lock(cell_->mutex);
+    return cell_->current.has_value() || cell_->initial.is_initialized();
+  }
+
+  // Device and shape, read without initializing.
+  DeviceType lazy_device() const {
+    std::lock_guard<std::mutex> lock(cell_->mutex);
+    return cell_->current.has_value() ? cell_->current->device()
+                                      : cell_->initial.lazy_device();
+  }
+  ShapeType lazy_shape() const {
+    std::lock_guard<std::mutex> lock(cell_->mutex);
+    return cell_->current.has_value() ? cell_->current->shape()
+                                      : cell_->initial.lazy_shape();
+  }
+
+  // to_device() returns a Buffer on `device` with a cell of its own. A buffer
+  // never read stays lazy (its initial value is retargeted).
+  [[nodiscard]] Buffer to_device(const DeviceType& device) const {
+    std::lock_guard<std::mutex> lock(cell_->mutex);
+    if (cell_->current.has_value()) {
+      return Buffer(cell_->current->to_device(device), id_);
+    }
+    return Buffer(cell_->initial.to_device(device));
+  }
 
   // with_value() returns a Buffer with its own cell holding `value`, under the
-  // same id: loading and device moves do not reach the other copies.
-  [[nodiscard]] Buffer with_value(T value) const {
-    return Buffer(std::move(value), id_);
+  // same id: loading does not reach the other copies.
+  [[nodiscard]] Buffer with_value(T value, ParamId id) const {
+    return Buffer(std::move(value), id);
   }
 
   // shares_cell_with() is true when both are copies of one Buffer.
@@ -63,9 +102,10 @@ class Buffer {
 
  private:
   struct Cell {
-    explicit Cell(T initial) : value(std::move(initial)) {}
+    explicit Cell(Param<T> initial_value) : initial(std::move(initial_value)) {}
     std::mutex mutex;
-    T value;
+    Param<T> initial;          // read once, on first value()
+    std::optional<T> current;  // guarded by mutex
   };
 
   ParamId id_;

@@ -59,8 +59,9 @@ class TreePrinter {
       out_ << (field.is_initialized() ? "" : " lazy")
            << (field.lazy_is_require_grad() ? "" : " no_grad");
     } else if constexpr (BufferField<Field>) {
-      out_ << "Buffer" << FormatShape(field.shape()) << " ";
-      WriteValue(out_, field.device());
+      out_ << "Buffer" << FormatShape(field.lazy_shape()) << " ";
+      WriteValue(out_, field.lazy_device());
+      out_ << (field.is_initialized() ? "" : " lazy");
     } else if constexpr (Module<Field>) {
       using Traits = ModuleTraits<Field>;
       out_ << Traits::kTypeName << "(\n";

@@ -42,7 +42,7 @@ template <Module M, class DeviceT>
     if constexpr (module_internal::ParamField<decltype(leaf)>) {
       leaf = leaf.to_device(device, &memo);
     } else {
-      leaf = leaf.with_value(leaf.value().to_device(device));
+      leaf = leaf.to_device(device);
     }
   });
   return result;

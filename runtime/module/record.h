@@ -202,13 +202,7 @@ void LoadInto(Field& field, const RecordOf<Field>& record, ParamPath& path,
                                        std::string(path.view())));
       return;
     }
-    const auto expected = [&] {
-      if constexpr (ParamField<Field>) {
-        return field.lazy_shape();
-      } else {
-        return field.shape();
-      }
-    }();
+    const auto expected = field.lazy_shape();
     const auto actual = record.value->shape();
     if (!(actual == expected)) {
       errors.push_back(absl::StrFormat(
@@ -220,7 +214,7 @@ void LoadInto(Field& field, const RecordOf<Field>& record, ParamPath& path,
     if constexpr (ParamField<Field>) {
       field = field.load(*record.value).with_id(record.id);
     } else {
-      field = Field(*record.value, record.id);
+      field = field.with_value(*record.value, record.id);
     }
   } else if constexpr (Module<Field>) {
     ModuleTraits<Field>::ForEachFieldWithRecord(

@@ -84,8 +84,8 @@ TEST_F(ModuleTest, ToDeviceRetargetsLazyParamsAndMovesBuffers) {
   EXPECT_EQ(0, CountInitialized(moved));
   EXPECT_THAT(Devices<int>(moved), ElementsAre(3));
   EXPECT_THAT(Devices<int>(net), ElementsAre(0));
-  EXPECT_EQ(3, moved.running_mean.device());
-  EXPECT_EQ(0, net.running_mean.device());
+  EXPECT_EQ(3, moved.running_mean.lazy_device());
+  EXPECT_EQ(0, net.running_mean.lazy_device());
   EXPECT_EQ(0, Counters::init_calls().load());
   EXPECT_EQ(3, moved.fc1.weight->device());  // initialized on device 3
 }
@@ -213,7 +213,7 @@ TEST_F(ModuleTest, ModuleToStringShowsTheTreeWithoutInitializing) {
                               "  )  # 40 params\n"));
   EXPECT_THAT(text, HasSubstr("(hidden): [\n    (0): demo::Dense(\n"));
   EXPECT_THAT(text, HasSubstr("(choice): demo::Identity(\n    (width): 3\n"));
-  EXPECT_THAT(text, HasSubstr("(running_mean): Buffer[8] 0\n"));
+  EXPECT_THAT(text, HasSubstr("(running_mean): Buffer[8] 0\n"));  // eager
   EXPECT_THAT(text, HasSubstr(")  # 206 params\n"));
   EXPECT_EQ(0, CountInitialized(net));
 }

@@ -1,0 +1,39 @@
+// Patches(): the im2col step shared by Conv2d and the 2-D pools, written with
+// tensor views so it runs on any device the tensor ops support.
+//
+// For an input [N, C, H, W] and a KH x KW window it returns
+// [N, C, KH * KW, OH, OW]: entry (n, c, i * KW + j, oh, ow) is the input
+// element under window position (i, j) when the window's corner sits at
+// (oh * stride_h - pad_h + i * dilation_h, ow * stride_w - pad_w + ...).
+// Padding cells hold `pad_value` (0 for convolution and average pooling,
+// -infinity for max pooling).
+#ifndef KINDLING_NN_PATCHES_H_
+#define KINDLING_NN_PATCHES_H_
+
+#include <array>
+#include <cstdint>
+
+#include "kindling/tensor/tensor.h"
+
+namespace kindling::nn {
+
+// Window2d: the geometry of a 2-D sliding window, (height, width) pairs.
+struct Window2d {
+  std::array<int64_t, 2> kernel;
+  std::array<int64_t, 2> stride = {1, 1};
+  std::array<int64_t, 2> padding = {0, 0};
+  std::array<int64_t, 2> dilation = {1, 1};
+
+  // OutputSize() is the number of window positions along `axis` (0: height,
+  // 1: width) for an input of `input` cells. Aborts if the window does not
+  // fit even once.
+  int64_t OutputSize(int axis, int64_t input) const;
+};
+
+// Patches(): [N, C, H, W] -> [N, C, KH * KW, OH, OW]. See the file comment.
+Tensor<5> Patches(const Tensor<4>& input, const Window2d& window,
+                  double pad_value);
+
+}  // namespace kindling::nn
+
+#endif  // KINDLING_NN_PATCHES_H_

@@ -1,0 +1,46 @@
+// MaxPool2d and AvgPool2d: 2-D pooling over sliding windows.
+//
+// They hold no parameters, so they are plain structs, not marked modules: a
+// model keeps them as constants (copied and printed, not saved).
+//
+//   kindling::nn::MaxPool2d pool{{.kernel = {2, 2}, .stride = {2, 2}}};
+//   Tensor<4> y = pool.Forward(x);  // [N, C, H, W] -> [N, C, H/2, W/2]
+#ifndef KINDLING_NN_POOL2D_H_
+#define KINDLING_NN_POOL2D_H_
+
+#include <limits>
+#include <ostream>
+
+#include "kindling/nn/patches.h"
+#include "kindling/tensor/tensor.h"
+
+namespace kindling::nn {
+
+// MaxPool2d: the maximum of each window; padding never wins.
+struct MaxPool2d {
+  Window2d window;
+
+  Tensor<4> Forward(const Tensor<4>& input) const {
+    return Patches(input, window, -std::numeric_limits<double>::infinity())
+        .max_dim(2)
+        .squeeze(2);
+  }
+};
+
+// AvgPool2d: the mean of each window; padding cells count as zeros
+// (PyTorch's count_include_pad=True).
+struct AvgPool2d {
+  Window2d window;
+
+  Tensor<4> Forward(const Tensor<4>& input) const {
+    return Patches(input, window, 0.0).mean_dim(2).squeeze(2);
+  }
+};
+
+std::ostream& operator<<(std::ostream& os, const Window2d& window);
+std::ostream& operator<<(std::ostream& os, const MaxPool2d& pool);
+std::ostream& operator<<(std::ostream& os, const AvgPool2d& pool);
+
+}  // namespace kindling::nn
+
+#endif  // KINDLING_NN_POOL2D_H_
