@@ -1,0 +1,31 @@
+// Element conversion between safetensors dtypes, straight from (possibly
+// unaligned) file bytes into a destination buffer.
+//
+// Loading converts a checkpoint's dtype to the module's (an f16 file into f32
+// parameters) without a staging copy, and saving converts f32 parameters to
+// f16/bf16 chunk by chunk. Floating types (F16, BF16, F32, F64) convert among
+// themselves, rounding to nearest-even (see kindling/tensor/half.h); integer
+// types (U8..I64, BOOL) among themselves (two's-complement wrap, nonzero ->
+// true for BOOL). Float <-> integer is refused: a checkpoint that stores
+// indices as floats is a mistake to report, not to paper over.
+#ifndef KINDLING_RECORD_CONVERT_H_
+#define KINDLING_RECORD_CONVERT_H_
+
+#include <cstddef>
+
+#include "kindling/record/safetensors.h"
+
+namespace kindling::record {
+
+// CanConvert() is true when ConvertElements() supports from -> to.
+bool CanConvert(SafetensorsDType from, SafetensorsDType to);
+
+// ConvertElements() converts `count` elements at `src` (of `from`) into `dst`
+// (of `to`). Neither pointer needs any alignment. REQUIRES: CanConvert(from,
+// to); the buffers do not overlap.
+void ConvertElements(const void* src, SafetensorsDType from, void* dst,
+                     SafetensorsDType to, size_t count);
+
+}  // namespace kindling::record
+
+#endif  // KINDLING_RECORD_CONVERT_H_

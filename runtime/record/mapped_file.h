@@ -1,0 +1,55 @@
+// MappedFile: a whole file mapped read-only into memory.
+//
+// Loading a checkpoint maps it instead of reading it: CPU tensors whose dtype
+// matches the file borrow the mapped pages directly, so the model's bytes
+// exist once, in the page cache, and are faulted in only when touched. The
+// mapping is MAP_PRIVATE and PROT_READ; tensors that borrow it are marked
+// read-only, and the tensor layer copies one on its first in-place write.
+//
+// Lifetime: the mapping lives as long as the shared_ptr returned by Open()
+// and every tensor that borrowed from it (they hold the same owner).
+//
+// Replacing the file by rename (as SaveModule does) is safe while it is
+// mapped: the old inode stays alive. Writing into the same file in place
+// while it is mapped is not: the mapped bytes would change under the tensors,
+// and truncating it makes reading the lost pages raise SIGBUS (as with any
+// mmap-based loader, PyTorch's and safetensors' included).
+#ifndef KINDLING_RECORD_MAPPED_FILE_H_
+#define KINDLING_RECORD_MAPPED_FILE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace kindling::record {
+
+class MappedFile {
+ public:
+  // Open() maps `path`. NotFound / PermissionDenied / Internal name the path
+  // and the system error. An empty file maps to an empty span.
+  static absl::StatusOr<std::shared_ptr<const MappedFile>> Open(
+      const std::string& path);
+
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  const std::string& path() const { return path_; }
+
+ private:
+  MappedFile(std::string path, const uint8_t* data, size_t size)
+      : path_(std::move(path)), data_(data), size_(size) {}
+
+  std::string path_;
+  const uint8_t* data_;
+  size_t size_;
+};
+
+}  // namespace kindling::record
+
+#endif  // KINDLING_RECORD_MAPPED_FILE_H_

@@ -1,0 +1,315 @@
+#include "kindling/record/module_io.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "kindling/record/atomic_file.h"
+#include "kindling/record/convert.h"
+#include "kindling/record/strings.h"
+
+namespace kindling::record {
+namespace {
+
+bool Contains(const std::vector<std::string>& list, std::string_view item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+// The last dotted component of a path, and everything before it.
+std::string_view LastComponent(std::string_view path) {
+  const size_t dot = path.rfind('.');
+  return dot == std::string_view::npos ? path : path.substr(dot + 1);
+}
+std::string WithLastComponent(std::string_view path, std::string_view last) {
+  const size_t dot = path.rfind('.');
+  if (dot == std::string_view::npos) return std::string(last);
+  return Cat(path.substr(0, dot + 1), last);
+}
+
+std::string QuotedList(const std::vector<std::string>& keys) {
+  std::vector<std::string> quoted;
+  quoted.reserve(keys.size());
+  for (const std::string& key : keys) quoted.push_back("\"" + key + "\"");
+  return absl::StrJoin(quoted, ", ");
+}
+
+// The PyTorch name of a norm layer's parameter, or "" when it has none.
+std::string_view PyTorchNormName(std::string_view kindling_name) {
+  if (kindling_name == "gamma") return "weight";
+  if (kindling_name == "beta") return "bias";
+  return "";
+}
+
+}  // namespace
+
+absl::StatusOr<ModuleLoader> ModuleLoader::Open(const std::string& path,
+                                                const LoadOptions& options) {
+  absl::StatusOr<std::shared_ptr<const SafetensorsFile>> file =
+      SafetensorsFile::Open(path);
+  if (!file.ok()) return file.status();
+  ModuleLoader loader(*std::move(file), options);
+  const SafetensorsHeader& header = loader.file_->header();
+
+  if (const std::string* version = header.FindMetadata(kFormatVersionKey)) {
+    int number = 0;
+    if (!absl::SimpleAtoi(*version, &number) || number < 1) {
+      return absl::InvalidArgumentError(Cat(path, ": metadata ",
+                                            kFormatVersionKey, " \"", *version,
+                                            "\" is not a version number"));
+    }
+    if (number > kFormatVersion) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: written by a newer Kindling (format version %d; this build "
+          "reads up to %d)",
+          path, number, kFormatVersion));
+    }
+  }
+  if (const std::string* type = header.FindMetadata(kModuleTypeKey)) {
+    loader.report_.file_module_type = *type;
+  }
+
+  std::vector<std::regex> rules;
+  rules.reserve(options.key_remap.size());
+  for (const KeyRemapRule& rule : options.key_remap) {
+    try {
+      rules.emplace_back(rule.pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& error) {
+      return absl::InvalidArgumentError(Cat("key remap pattern \"",
+                                            rule.pattern,
+                                            "\" is invalid: ", error.what()));
+    }
+  }
+  std::vector<std::string> collisions;
+  for (const TensorInfo& info : header.tensors()) {
+    std::string key = info.name;
+    for (size_t i = 0; i < rules.size(); ++i) {
+      key = std::regex_replace(key, rules[i], options.key_remap[i].replacement);
+    }
+    if (key.empty()) {
+      loader.report_.skipped.push_back(info.name);
+      continue;
+    }
+    auto [it, inserted] = loader.by_key_.emplace(key, &info);
+    if (!inserted) {
+      collisions.push_back(Cat("\"", it->second->name, "\" and \"", info.name,
+                               "\" both map to \"", key, "\""));
+    }
+    loader.used_[&info] = false;
+  }
+  if (!collisions.empty()) {
+    return absl::InvalidArgumentError(
+        Cat(path,
+            ": key remapping is ambiguous: ", absl::StrJoin(collisions, "; ")));
+  }
+  return loader;
+}
+
+int ModuleLoader::Plan(const LeafQuery& leaf) {
+  const std::string_view name = LastComponent(leaf.path);
+  const bool pytorch = options_.pytorch.has_value();
+  const bool transpose =
+      pytorch && Contains(options_.pytorch->linear_types, leaf.owner_type) &&
+      name == "weight" && leaf.rank == 2;
+
+  const TensorInfo* info = nullptr;
+  if (auto it = by_key_.find(ToAbsl(leaf.path)); it != by_key_.end()) {
+    info = it->second;
+  } else if (pytorch &&
+             Contains(options_.pytorch->norm_types, leaf.owner_type) &&
+             !PyTorchNormName(name).empty()) {
+    const std::string alias =
+        WithLastComponent(leaf.path, PyTorchNormName(name));
+    if (auto alias_it = by_key_.find(alias); alias_it != by_key_.end()) {
+      info = alias_it->second;
+    }
+  }
+  if (info == nullptr) {
+    report_.missing.emplace_back(leaf.path);
+    return -1;
+  }
+  used_[info] = true;
+
+  // How to name it in messages: the module path, plus the file key if the
+  // two differ.
+  const std::string label =
+      info->name == leaf.path
+          ? Cat("\"", leaf.path, "\"")
+          : Cat("\"", leaf.path, "\" (file key \"", info->name, "\")");
+  Shape expected = leaf.shape;
+  if (transpose && expected.rank() == 2) {
+    expected = Shape{leaf.shape[1], leaf.shape[0]};
+  }
+  const Shape actual{std::span<const int64_t>(info->shape)};
+  if (!(actual == expected)) {
+    errors_.push_back(Cat(label, ": shape mismatch: the file has ",
+                          actual.ToString(), ", the module expects ",
+                          expected.ToString(),
+                          transpose ? " (PyTorch [out, in] layout)" : ""));
+    return -1;
+  }
+  if (!CanConvert(info->dtype, ToSafetensorsDType(leaf.dtype))) {
+    errors_.push_back(Cat(label, ": stored as ",
+                          SafetensorsDTypeName(info->dtype),
+                          ", which cannot convert to ", DTypeName(leaf.dtype)));
+    return -1;
+  }
+  std::optional<ParamId> id;
+  if (options_.restore_param_ids) {
+    const std::string id_key = Cat(kParamIdKeyPrefix, info->name);
+    if (const std::string* text = file_->header().FindMetadata(id_key)) {
+      absl::StatusOr<ParamId> parsed = ParamId::Parse(*text);
+      if (!parsed.ok()) {
+        errors_.push_back(
+            Cat(label, ": metadata ", id_key, ": ", parsed.status().message()));
+        return -1;
+      }
+      id = *parsed;
+    }
+  }
+  plans_.push_back(Planned{info, leaf.dtype, leaf.device, transpose, id});
+  report_.applied.emplace_back(leaf.path);
+  return static_cast<int>(plans_.size() - 1);
+}
+
+absl::Status ModuleLoader::Finish(std::string_view module_type) {
+  std::vector<std::string> problems = errors_;
+  if (!report_.missing.empty() && !options_.allow_partial) {
+    problems.push_back(
+        Cat("missing from the file: ", QuotedList(report_.missing)));
+  }
+  for (const TensorInfo& info : file_->header().tensors()) {
+    auto it = used_.find(&info);
+    if (it != used_.end() && !it->second) report_.unused.push_back(info.name);
+  }
+  if (!report_.unused.empty() && options_.strict) {
+    problems.push_back(
+        Cat("unexpected keys in the file: ", QuotedList(report_.unused)));
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s: cannot load into %s (%d %s): %s", file_->path(), module_type,
+      problems.size(), problems.size() == 1 ? "problem" : "problems",
+      absl::StrJoin(problems, "; ")));
+}
+
+absl::StatusOr<TensorBase> ModuleLoader::Materialize(int plan) {
+  const Planned& planned = plans_[plan];
+  bool borrowed = false;
+  absl::StatusOr<TensorBase> tensor =
+      ReadTensor(file_, *planned.info, planned.dtype,
+                 planned.transpose ? Device::Cpu() : planned.device, &borrowed);
+  if (!tensor.ok()) return tensor.status();
+  if (planned.transpose) {
+    *tensor = tensor->Transpose(0, 1).Contiguous();
+    borrowed = false;
+    if (!planned.device.is_cpu()) *tensor = tensor->ToDevice(planned.device);
+  }
+  ++(borrowed ? report_.borrowed : report_.copied);
+  return tensor;
+}
+
+void ModuleSaver::Add(std::string_view path, std::string_view owner_type,
+                      const TensorBase& value, ParamId id) {
+  Entry entry;
+  entry.spec.name = std::string(path);
+  entry.value = value;
+  entry.id = id;
+  if (options_.pytorch.has_value()) {
+    const std::string_view name = LastComponent(path);
+    if (Contains(options_.pytorch->linear_types, owner_type) &&
+        name == "weight" && value.rank() == 2) {
+      entry.value = value.Transpose(0, 1);  // a view; copied when written
+    }
+    if (Contains(options_.pytorch->norm_types, owner_type) &&
+        !PyTorchNormName(name).empty()) {
+      entry.spec.name = WithLastComponent(path, PyTorchNormName(name));
+    }
+  }
+  const DType dtype = entry.value.dtype();
+  if (IsFloatingDType(dtype)) {
+    switch (options_.precision) {
+      case Precision::kF32:
+        entry.spec.dtype = SafetensorsDType::kF32;
+        break;
+      case Precision::kF16:
+        entry.spec.dtype = SafetensorsDType::kF16;
+        break;
+      case Precision::kBF16:
+        entry.spec.dtype = SafetensorsDType::kBF16;
+        break;
+    }
+  } else {
+    entry.spec.dtype = ToSafetensorsDType(dtype);
+  }
+  const Shape& shape = entry.value.shape();
+  entry.spec.shape.assign(shape.begin(), shape.end());
+  entries_.push_back(std::move(entry));
+}
+
+absl::Status ModuleSaver::Write(const std::string& path,
+                                std::string_view module_type) {
+  std::vector<std::pair<std::string, std::string>> metadata = {
+      {"format", "pt"},
+      {std::string(kFormatVersionKey), Cat(kFormatVersion)},
+      {std::string(kModuleTypeKey), std::string(module_type)},
+      {std::string(kPrecisionKey),
+       std::string(PrecisionName(options_.precision))},
+  };
+  if (options_.pytorch.has_value()) {
+    metadata.emplace_back(std::string(kLayoutKey), "pytorch");
+  }
+  for (const auto& [key, value] : options_.metadata) {
+    if (absl::StartsWith(key, "kindling.") || key == "format") {
+      return absl::InvalidArgumentError(
+          Cat(path, ": metadata key \"", key, "\" is reserved for Kindling"));
+    }
+    metadata.emplace_back(key, value);
+  }
+  // Data order: by alignment, then name (as the reference writer does).
+  std::vector<size_t> order(entries_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const size_t size_a = SafetensorsDTypeSize(entries_[a].spec.dtype);
+    const size_t size_b = SafetensorsDTypeSize(entries_[b].spec.dtype);
+    if (size_a != size_b) return size_a > size_b;
+    return entries_[a].spec.name < entries_[b].spec.name;
+  });
+  std::vector<TensorSpec> specs;
+  specs.reserve(order.size());
+  for (size_t index : order) {
+    specs.push_back(entries_[index].spec);
+    metadata.emplace_back(Cat(kParamIdKeyPrefix, entries_[index].spec.name),
+                          entries_[index].id.ToString());
+  }
+  uint64_t data_size = 0;
+  absl::StatusOr<std::string> header =
+      EncodeSafetensorsHeader(specs, metadata, &data_size);
+  if (!header.ok()) {
+    return absl::InvalidArgumentError(
+        Cat(path, ": ", header.status().message()));
+  }
+  absl::StatusOr<AtomicFile> file = AtomicFile::Create(path);
+  if (!file.ok()) return file.status();
+  if (absl::Status status = file->Write(*header); !status.ok()) return status;
+  for (size_t index : order) {
+    if (absl::Status status = WriteTensorData(*file, entries_[index].value,
+                                              entries_[index].spec.dtype);
+        !status.ok()) {
+      return status;
+    }
+  }
+  return file->Commit();
+}
+
+}  // namespace kindling::record

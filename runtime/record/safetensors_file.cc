@@ -1,0 +1,166 @@
+#include "kindling/record/safetensors_file.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "kindling/record/convert.h"
+#include "kindling/record/strings.h"
+#include "kindling/tensor/shape.h"
+#include "kindling/tensor/storage.h"
+
+namespace kindling::record {
+
+SafetensorsDType ToSafetensorsDType(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return SafetensorsDType::kF32;
+    case DType::kF16:
+      return SafetensorsDType::kF16;
+    case DType::kBF16:
+      return SafetensorsDType::kBF16;
+    case DType::kF64:
+      return SafetensorsDType::kF64;
+    case DType::kI64:
+      return SafetensorsDType::kI64;
+    case DType::kI32:
+      return SafetensorsDType::kI32;
+    case DType::kU8:
+      return SafetensorsDType::kU8;
+    case DType::kBool:
+      return SafetensorsDType::kBool;
+  }
+  return SafetensorsDType::kF32;
+}
+
+std::optional<DType> FromSafetensorsDType(SafetensorsDType dtype) {
+  switch (dtype) {
+    case SafetensorsDType::kF32:
+      return DType::kF32;
+    case SafetensorsDType::kF16:
+      return DType::kF16;
+    case SafetensorsDType::kBF16:
+      return DType::kBF16;
+    case SafetensorsDType::kF64:
+      return DType::kF64;
+    case SafetensorsDType::kI64:
+      return DType::kI64;
+    case SafetensorsDType::kI32:
+      return DType::kI32;
+    case SafetensorsDType::kU8:
+      return DType::kU8;
+    case SafetensorsDType::kBool:
+      return DType::kBool;
+    default:
+      return std::nullopt;
+  }
+}
+
+absl::StatusOr<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(
+    const std::string& path) {
+  absl::StatusOr<std::shared_ptr<const MappedFile>> mapping =
+      MappedFile::Open(path);
+  if (!mapping.ok()) return mapping.status();
+  absl::StatusOr<SafetensorsHeader> header =
+      ParseSafetensors((*mapping)->bytes(), path);
+  if (!header.ok()) return header.status();
+  return std::shared_ptr<const SafetensorsFile>(
+      new SafetensorsFile(*std::move(mapping), *std::move(header)));
+}
+
+absl::StatusOr<TensorBase> ReadTensor(
+    const std::shared_ptr<const SafetensorsFile>& file, const TensorInfo& info,
+    DType dtype, const Device& device, bool* borrowed) {
+  if (borrowed != nullptr) *borrowed = false;
+  const SafetensorsDType target = ToSafetensorsDType(dtype);
+  if (!CanConvert(info.dtype, target)) {
+    return absl::InvalidArgumentError(
+        Cat(file->path(), ": tensor \"", info.name, "\": stored as ",
+            SafetensorsDTypeName(info.dtype), ", which cannot convert to ",
+            DTypeName(dtype)));
+  }
+  const Shape shape{std::span<const int64_t>(info.shape)};
+  const uint8_t* source = file->data(info);
+  const size_t count = static_cast<size_t>(info.num_elements());
+  const std::optional<DType> stored = FromSafetensorsDType(info.dtype);
+  const bool aligned =
+      stored.has_value() &&
+      reinterpret_cast<uintptr_t>(source) % DTypeSize(*stored) == 0;
+  if (aligned && count > 0) {
+    // Zero copy: the storage views the mapped pages and keeps `file` alive.
+    auto storage = Storage::Borrow(
+        Device::Cpu(), const_cast<uint8_t*>(source), info.nbytes(),
+        std::shared_ptr<const void>(file), /*read_only=*/true);
+    TensorBase tensor(std::move(storage), *stored, shape,
+                      ContiguousStrides(shape), 0);
+    if (*stored == dtype && device.is_cpu()) {
+      if (borrowed != nullptr) *borrowed = true;
+      return tensor;
+    }
+    // Convert straight from the mapping with the backend's (vectorized)
+    // kernel; only the result is allocated.
+    tensor = tensor.To(dtype);
+    if (!device.is_cpu()) tensor = tensor.ToDevice(device);
+    return tensor;
+  }
+  // Unaligned (or a dtype Kindling has no tensors of): convert element by
+  // element, with unaligned reads.
+  TensorBase tensor = TensorBase::Empty(shape, dtype, Device::Cpu());
+  if (count > 0)
+    ConvertElements(source, info.dtype, tensor.data(), target, count);
+  if (!device.is_cpu()) tensor = tensor.ToDevice(device);
+  return tensor;
+}
+
+absl::Status WriteTensorData(AtomicFile& file, const TensorBase& value,
+                             SafetensorsDType on_disk) {
+  TensorBase host = value;
+  if (!host.device().is_cpu()) host = host.ToDevice(Device::Cpu());
+  host = host.Contiguous();
+  const size_t count = static_cast<size_t>(host.numel());
+  if (count == 0) return absl::OkStatus();
+  const SafetensorsDType stored = ToSafetensorsDType(host.dtype());
+  if (stored == on_disk) {
+    return file.Write(host.data(), count * host.element_size());
+  }
+  const std::optional<DType> disk_dtype = FromSafetensorsDType(on_disk);
+  if (disk_dtype.has_value()) {
+    // Convert in chunks of 256K elements with the backend's kernel; each
+    // chunk is a small temporary tensor.
+    const int64_t chunk = int64_t{1} << 18;
+    const TensorBase flat = host.Reshape(Shape{host.numel()});
+    for (int64_t start = 0; start < host.numel(); start += chunk) {
+      const int64_t n = std::min(chunk, host.numel() - start);
+      const TensorBase converted = flat.Narrow(0, start, n).To(*disk_dtype);
+      if (absl::Status status =
+              file.Write(converted.data(), n * converted.element_size());
+          !status.ok()) {
+        return status;
+      }
+    }
+    return absl::OkStatus();
+  }
+  // A file dtype Kindling has no tensors of: convert through a 1 MiB
+  // staging buffer.
+  const size_t out_size = SafetensorsDTypeSize(on_disk);
+  const size_t chunk = (size_t{1} << 20) / out_size;
+  std::vector<uint8_t> staging(chunk * out_size);
+  const auto* source = static_cast<const uint8_t*>(host.data());
+  for (size_t start = 0; start < count; start += chunk) {
+    const size_t n = count - start < chunk ? count - start : chunk;
+    ConvertElements(source + start * host.element_size(), stored,
+                    staging.data(), on_disk, n);
+    if (absl::Status status = file.Write(staging.data(), n * out_size);
+        !status.ok()) {
+      return status;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kindling::record

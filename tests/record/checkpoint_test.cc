@@ -1,0 +1,371 @@
+// Tests of SaveModule() / LoadModule() over hand-traited test modules.
+#include "kindling/record/checkpoint.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kindling/module/record.h"
+#include "kindling/module/visit.h"
+#include "kindling/record/safetensors_file.h"
+#include "kindling/tensor/memory_stats.h"
+#include "tests/record/record_test_modules.kindling.h"
+
+namespace {
+
+using ::kindling::Device;
+using ::kindling::LoadModule;
+using ::kindling::LoadOptions;
+using ::kindling::LoadReport;
+using ::kindling::Precision;
+using ::kindling::SaveModule;
+using ::kindling::SaveOptions;
+using ::kindling::Tensor;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+std::string Message(const absl::Status& status) {
+  return std::string(status.message());
+}
+
+// An initialized net whose every parameter holds distinct values.
+rectest::Net MakeFilledNet(float base) {
+  rectest::Net net = rectest::MakeNet();
+  float next = base;
+  auto fill = [&](auto& param) {
+    using T = std::remove_cvref_t<decltype(param.val())>;
+    std::vector<float> values(kindling::NumElements(param.lazy_shape()));
+    for (float& value : values) value = next++;
+    param = param.load(T::FromData(values, param.lazy_shape()));
+  };
+  fill(net.input.weight);
+  fill(*net.input.bias);
+  for (auto& block : net.blocks) {
+    fill(block.fc.weight);
+    fill(*block.fc.bias);
+    fill(block.norm.gamma);
+    fill(block.norm.beta);
+  }
+  net.steps.update(Tensor<1>::FromData<float>({42.0f}, {1}));
+  return net;
+}
+
+std::vector<float> Values(const kindling::Param<Tensor<2>>& param) {
+  return param->to_data<float>();
+}
+std::vector<float> Values(const kindling::Param<Tensor<1>>& param) {
+  return param->to_data<float>();
+}
+
+TEST(CheckpointTest, RoundTripsValuesIdsAndBuffers) {
+  const std::string path = TempPath("roundtrip.safetensors");
+  const rectest::Net saved = MakeFilledNet(1.0f);
+  ASSERT_TRUE(SaveModule(saved, path).ok());
+
+  rectest::Net loaded = rectest::MakeNet();
+  rectest::init_runs = 0;
+  absl::StatusOr<LoadReport> report = LoadModule(loaded, path);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(0, rectest::init_runs.load());
+  EXPECT_EQ(Values(saved.input.weight), Values(loaded.input.weight));
+  EXPECT_EQ(Values(saved.blocks[1].norm.beta),
+            Values(loaded.blocks[1].norm.beta));
+  EXPECT_EQ(saved.blocks[1].fc.weight.id(), loaded.blocks[1].fc.weight.id());
+  EXPECT_EQ(saved.input.bias->id(), loaded.input.bias->id());
+  EXPECT_EQ(std::vector<float>{42.0f}, loaded.steps.value().to_data<float>());
+  EXPECT_EQ(saved.steps.id(), loaded.steps.id());
+  EXPECT_EQ(11u, report->applied.size());
+  EXPECT_EQ("rectest::Net", report->file_module_type);
+  EXPECT_TRUE(report->missing.empty());
+  EXPECT_TRUE(report->unused.empty());
+  EXPECT_TRUE(loaded.input.weight->is_require_grad());
+}
+
+TEST(CheckpointTest, LazyLoadBorrowsTheFileWithoutAllocating) {
+  const std::string path = TempPath("borrow.safetensors");
+  ASSERT_TRUE(SaveModule(MakeFilledNet(0.0f), path).ok());
+  rectest::Net loaded = rectest::MakeNet();
+  rectest::init_runs = 0;
+  kindling::ResetMemoryStats(Device::Cpu());
+  const int64_t live_before =
+      kindling::GetMemoryStats(Device::Cpu()).bytes_live;
+  absl::StatusOr<LoadReport> report = LoadModule(loaded, path);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const kindling::MemoryStats stats = kindling::GetMemoryStats(Device::Cpu());
+  EXPECT_EQ(0, stats.allocation_count);
+  EXPECT_EQ(live_before, stats.peak_bytes);
+  EXPECT_EQ(11, report->borrowed);
+  EXPECT_EQ(0, report->copied);
+  EXPECT_EQ(0, rectest::init_runs.load());
+  EXPECT_TRUE(loaded.input.weight->base().storage()->is_borrowed());
+  EXPECT_TRUE(loaded.input.weight->base().storage()->is_read_only());
+}
+
+TEST(CheckpointTest, BorrowedParamsCopyOnWriteAndOutliveTheFile) {
+  const std::string path = TempPath("cow.safetensors");
+  ASSERT_TRUE(SaveModule(MakeFilledNet(0.0f), path).ok());
+  rectest::Net loaded = rectest::MakeNet();
+  ASSERT_TRUE(LoadModule(loaded, path).ok());
+  // Replacing the file (as the next save does) leaves the mapping intact.
+  ASSERT_TRUE(SaveModule(MakeFilledNet(100.0f), path).ok());
+  EXPECT_EQ(0.0f, Values(loaded.input.weight)[0]);
+  Tensor<2> weight = *loaded.input.weight;
+  weight.add_(Tensor<2>::Ones({3, 4}));
+  EXPECT_EQ(1.0f, weight.to_data<float>()[0]);
+  EXPECT_FALSE(weight.base().storage()->is_borrowed());
+  EXPECT_EQ(0.0f, Values(loaded.input.weight)[0]);  // the mapping is intact
+}
+
+TEST(CheckpointTest, MissingKeysAreAnErrorListingAllAndLeaveTheModule) {
+  const std::string path = TempPath("partial.safetensors");
+  rectest::Net small = MakeFilledNet(0.0f);
+  small.blocks.pop_back();
+  ASSERT_TRUE(SaveModule(small, path).ok());
+  rectest::Net net = rectest::MakeNet();
+  const kindling::ParamId before = net.input.weight.id();
+  absl::StatusOr<LoadReport> report = LoadModule(net, path);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(path +
+                ": cannot load into rectest::Net (1 problem): missing from the "
+                "file: \"blocks.1.fc.weight\", \"blocks.1.fc.bias\", "
+                "\"blocks.1.norm.gamma\", \"blocks.1.norm.beta\"",
+            Message(report.status()));
+  EXPECT_FALSE(net.input.weight.is_initialized());
+  EXPECT_EQ(before, net.input.weight.id());
+}
+
+TEST(CheckpointTest, AllowPartialKeepsMissingParamsLazy) {
+  const std::string path = TempPath("partial2.safetensors");
+  rectest::Net small = MakeFilledNet(0.0f);
+  small.blocks.pop_back();
+  ASSERT_TRUE(SaveModule(small, path).ok());
+  rectest::Net net = rectest::MakeNet();
+  rectest::init_runs = 0;
+  LoadOptions options;
+  options.allow_partial = true;
+  absl::StatusOr<LoadReport> report = LoadModule(net, path, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(report->missing,
+              ElementsAre("blocks.1.fc.weight", "blocks.1.fc.bias",
+                          "blocks.1.norm.gamma", "blocks.1.norm.beta"));
+  EXPECT_TRUE(net.blocks[0].fc.weight.is_initialized());
+  EXPECT_FALSE(net.blocks[1].fc.weight.is_initialized());
+  EXPECT_EQ(0, rectest::init_runs.load());
+}
+
+TEST(CheckpointTest, UnexpectedKeysAreAnErrorUnlessNotStrict) {
+  const std::string path = TempPath("extra.safetensors");
+  ASSERT_TRUE(SaveModule(MakeFilledNet(0.0f), path).ok());
+  rectest::Net net = rectest::MakeNet();
+  net.blocks.pop_back();
+  absl::StatusOr<LoadReport> report = LoadModule(net, path);
+  ASSERT_FALSE(report.ok());
+  EXPECT_THAT(Message(report.status()),
+              HasSubstr("unexpected keys in the file: \"blocks.1.fc.bias\", "
+                        "\"blocks.1.fc.weight\", \"blocks.1.norm.beta\", "
+                        "\"blocks.1.norm.gamma\""));
+  LoadOptions lenient;
+  lenient.strict = false;
+  report = LoadModule(net, path, lenient);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(4u, report->unused.size());
+}
+
+TEST(CheckpointTest, ShapeMismatchNamesKeyAndBothShapes) {
+  const std::string path = TempPath("shape.safetensors");
+  ASSERT_TRUE(SaveModule(MakeFilledNet(0.0f), path).ok());
+  rectest::Net net = rectest::MakeNet(/*width=*/5);
+  absl::StatusOr<LoadReport> report = LoadModule(net, path);
+  ASSERT_FALSE(report.ok());
+  EXPECT_THAT(Message(report.status()),
+              HasSubstr("\"input.weight\": shape mismatch: the file has [3, "
+                        "4], the module expects [3, 5]"));
+  EXPECT_THAT(Message(report.status()), HasSubstr("(10 problems)"));
+  EXPECT_FALSE(net.input.weight.is_initialized());
+}
+
+TEST(CheckpointTest, FailedLoadLeavesInitializedModuleExactlyAsItWas) {
+  const std::string path = TempPath("allornothing.safetensors");
+  rectest::Net other = MakeFilledNet(500.0f);
+  other.blocks[1].norm.beta = rectest::LazyParam<1>({7});  // wrong shape
+  other.blocks[1].norm.beta =
+      other.blocks[1].norm.beta.load(Tensor<1>::Zeros({7}));
+  ASSERT_TRUE(SaveModule(other, path).ok());
+  rectest::Net net = MakeFilledNet(1.0f);
+  const std::vector<float> before = Values(net.input.weight);
+  const kindling::ParamId id_before = net.input.weight.id();
+  ASSERT_FALSE(LoadModule(net, path).ok());
+  EXPECT_EQ(before, Values(net.input.weight));
+  EXPECT_EQ(id_before, net.input.weight.id());
+}
+
+TEST(CheckpointTest, KeyRemapRulesApplyInOrderWithGroups) {
+  const std::string path = TempPath("remap.safetensors");
+  ASSERT_TRUE(SaveModule(MakeFilledNet(0.0f), path).ok());
+  rectest::Net net = rectest::MakeNet();
+  // blocks.N.* -> layers.N.* (no match), then back; and drop `steps`.
+  LoadOptions options;
+  options.key_remap = {{R"(^blocks\.(\d+)\.)", "layers.$1."},
+                       {R"(^layers\.(\d+)\.)", "blocks.$1."},
+                       {R"(^steps$)", ""}};
+  options.allow_partial = true;
+  absl::StatusOr<LoadReport> report = LoadModule(net, path, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(report->skipped, ElementsAre("steps"));
+  EXPECT_THAT(report->missing, ElementsAre("steps"));
+  EXPECT_EQ(10u, report->applied.size());
+}
+
+TEST(CheckpointTest, InvalidRemapPatternIsAnError) {
+  const std::string path = TempPath("badremap.safetensors");
+  ASSERT_TRUE(SaveModule(MakeFilledNet(0.0f), path).ok());
+  rectest::Net net = rectest::MakeNet();
+  LoadOptions options;
+  options.key_remap = {{"(", ""}};
+  EXPECT_THAT(Message(LoadModule(net, path, options).status()),
+              HasSubstr("key remap pattern \"(\" is invalid"));
+}
+
+TEST(CheckpointTest, HalfPrecisionSavesHalfTheBytesAndConvertsOnLoad) {
+  for (Precision precision : {Precision::kF16, Precision::kBF16}) {
+    const std::string path = TempPath("half.safetensors");
+    SaveOptions save_options;
+    save_options.precision = precision;
+    ASSERT_TRUE(SaveModule(MakeFilledNet(0.0f), path, save_options).ok());
+    absl::StatusOr<std::shared_ptr<const kindling::record::SafetensorsFile>>
+        file = kindling::record::SafetensorsFile::Open(path);
+    ASSERT_TRUE(file.ok());
+    EXPECT_EQ(precision == Precision::kF16
+                  ? kindling::record::SafetensorsDType::kF16
+                  : kindling::record::SafetensorsDType::kBF16,
+              (*file)->header().Find("input.weight")->dtype);
+    EXPECT_EQ(std::string(kindling::PrecisionName(precision)),
+              *(*file)->header().FindMetadata("kindling.precision"));
+    rectest::Net net = rectest::MakeNet();
+    absl::StatusOr<LoadReport> report = LoadModule(net, path);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_EQ(kindling::DType::kF32, net.input.weight->dtype());
+    EXPECT_EQ(11, report->copied);
+    // Small integers are exact in both formats.
+    EXPECT_EQ(Values(MakeFilledNet(0.0f).input.weight),
+              Values(net.input.weight));
+  }
+}
+
+TEST(CheckpointTest, PyTorchAdapterTransposesLinearAndRenamesNorms) {
+  const std::string path = TempPath("torch.safetensors");
+  kindling::PyTorchAdapter adapter;
+  adapter.linear_types = {"rectest::Linear"};
+  adapter.norm_types = {"rectest::LayerNorm"};
+  const rectest::Net saved = MakeFilledNet(0.0f);
+  SaveOptions save_options;
+  save_options.pytorch = adapter;
+  ASSERT_TRUE(SaveModule(saved, path, save_options).ok());
+  absl::StatusOr<std::shared_ptr<const kindling::record::SafetensorsFile>>
+      file = kindling::record::SafetensorsFile::Open(path);
+  ASSERT_TRUE(file.ok());
+  const kindling::record::TensorInfo* weight =
+      (*file)->header().Find("input.weight");
+  ASSERT_NE(nullptr, weight);
+  EXPECT_EQ((std::vector<int64_t>{4, 3}), weight->shape);  // [out, in]
+  EXPECT_NE(nullptr, (*file)->header().Find("blocks.0.norm.weight"));
+  EXPECT_EQ(nullptr, (*file)->header().Find("blocks.0.norm.gamma"));
+
+  rectest::Net net = rectest::MakeNet();
+  LoadOptions options;
+  options.pytorch = adapter;
+  absl::StatusOr<LoadReport> report = LoadModule(net, path, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(Values(saved.input.weight), Values(net.input.weight));
+  EXPECT_EQ(Values(saved.blocks[0].norm.gamma),
+            Values(net.blocks[0].norm.gamma));
+  EXPECT_EQ(Values(saved.blocks[0].norm.beta), Values(net.blocks[0].norm.beta));
+  EXPECT_EQ((kindling::Shape{3, 4}), net.input.weight->shape());
+}
+
+TEST(CheckpointTest, SaveFailureLeavesTheOldFileAndNoTemporary) {
+  const std::string dir = TempPath("atomic");
+  ::mkdir(dir.c_str(), 0755);
+  const std::string path = dir + "/model.safetensors";
+  ASSERT_TRUE(SaveModule(MakeFilledNet(0.0f), path).ok());
+  std::ifstream in(path, std::ios::binary);
+  const std::string before((std::istreambuf_iterator<char>(in)), {});
+  // A reserved metadata key fails before anything is written.
+  SaveOptions bad;
+  bad.metadata = {{"kindling.module", "x"}};
+  EXPECT_FALSE(SaveModule(MakeFilledNet(9.0f), path, bad).ok());
+  std::ifstream again(path, std::ios::binary);
+  const std::string after((std::istreambuf_iterator<char>(again)), {});
+  EXPECT_EQ(before, after);
+  // Saving into a directory that does not exist fails cleanly.
+  EXPECT_FALSE(
+      SaveModule(MakeFilledNet(0.0f), dir + "/missing/m.safetensors").ok());
+}
+
+TEST(CheckpointTest, CorruptFileIsRejectedBeforeTouchingTheModule) {
+  const std::string path = TempPath("corrupt.safetensors");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "not a safetensors file";
+  }
+  rectest::Net net = rectest::MakeNet();
+  absl::StatusOr<LoadReport> report = LoadModule(net, path);
+  ASSERT_FALSE(report.ok());
+  EXPECT_THAT(Message(report.status()), HasSubstr(path + ": header length"));
+  EXPECT_EQ(absl::StatusCode::kNotFound,
+            LoadModule(net, TempPath("nope.safetensors")).status().code());
+}
+
+TEST(CheckpointTest, UnalignedTensorsAreCopiedNotBorrowed) {
+  // A file whose F32 tensor starts at an odd offset (legal, if unusual).
+  const std::string path = TempPath("unaligned.safetensors");
+  uint64_t data_size = 0;
+  absl::StatusOr<std::string> header =
+      kindling::record::EncodeSafetensorsHeader(
+          {{"pad", kindling::record::SafetensorsDType::kU8, {3}},
+           {"w", kindling::record::SafetensorsDType::kF32, {2}}},
+          {}, &data_size);
+  ASSERT_TRUE(header.ok());
+  const float values[2] = {1.5f, -2.0f};
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << *header << std::string(3, '\x07');
+    out.write(reinterpret_cast<const char*>(values), sizeof(values));
+  }
+  auto file = kindling::record::SafetensorsFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  bool borrowed = true;
+  absl::StatusOr<kindling::TensorBase> w = kindling::record::ReadTensor(
+      *file, *(*file)->header().Find("w"), kindling::DType::kF32, Device::Cpu(),
+      &borrowed);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_FALSE(borrowed);
+  EXPECT_EQ((std::vector<float>{1.5f, -2.0f}), Tensor<1>(*w).to_data<float>());
+  absl::StatusOr<kindling::TensorBase> as_int =
+      kindling::record::ReadTensor(*file, *(*file)->header().Find("w"),
+                                   kindling::DType::kI64, Device::Cpu());
+  EXPECT_EQ(path + ": tensor \"w\": stored as F32, which cannot convert to i64",
+            Message(as_int.status()));
+}
+
+TEST(CheckpointTest, IntoRecordAndLoadRecordStillWorkInMemory) {
+  const rectest::Net saved = MakeFilledNet(3.0f);
+  rectest::NetRecord record = kindling::IntoRecord(saved);
+  rectest::Net net = rectest::MakeNet();
+  ASSERT_TRUE(kindling::LoadRecord(net, record).ok());
+  EXPECT_EQ(Values(saved.blocks[0].fc.weight), Values(net.blocks[0].fc.weight));
+}
+
+}  // namespace

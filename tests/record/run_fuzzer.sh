@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds the safetensors reader with clang's libFuzzer + ASan + UBSan and runs
+# it from the checked-in malformed corpus (plus valid seeds).
+#
+#   tests/record/run_fuzzer.sh [RUNS] [extra libFuzzer flags...]
+#
+# RUNS defaults to 1000000. The build needs clang++-14 and libclang-rt-14-dev
+# (gcc has no libFuzzer). Exits non-zero if the fuzzer finds a crash; the
+# crashing input is left in $WORK/crash-*.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+runs="${1:-1000000}"
+shift || true
+work="${FUZZ_WORKDIR:-/tmp/kindling-fuzz}"
+mkdir -p "$work/include" "$work/corpus"
+ln -sfn "$PWD/runtime" "$work/include/kindling"
+
+absl_libs=(-labsl_status -labsl_statusor -labsl_str_format_internal
+  -labsl_strings -labsl_strings_internal -labsl_cord -labsl_cord_internal
+  -labsl_cordz_functions -labsl_cordz_handle -labsl_cordz_info
+  -labsl_synchronization -labsl_graphcycles_internal -labsl_hash -labsl_city
+  -labsl_low_level_hash -labsl_raw_hash_set -labsl_hashtablez_sampler
+  -labsl_time -labsl_time_zone -labsl_int128 -labsl_bad_optional_access
+  -labsl_stacktrace -labsl_symbolize -labsl_debugging_internal
+  -labsl_demangle_internal -labsl_malloc_internal -labsl_strerror
+  -labsl_throw_delegate -labsl_exponential_biased -labsl_log_severity
+  -labsl_raw_logging_internal -labsl_spinlock_wait -labsl_base)
+
+clang++-14 -std=c++20 -O1 -g -fno-omit-frame-pointer \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+  -I "$work/include" -I . \
+  runtime/record/json.cc runtime/record/safetensors.cc \
+  tests/record/safetensors_fuzzer.cc \
+  "${absl_libs[@]}" -o "$work/safetensors_fuzzer"
+
+cp tests/record/malformed/*.safetensors "$work/corpus/"
+cp tests/data/*.safetensors "$work/corpus/" 2>/dev/null || true
+
+cd "$work"
+./safetensors_fuzzer -runs="$runs" -max_len=4096 -print_final_stats=1 \
+  "$@" corpus
