@@ -6,9 +6,11 @@
 // memory accounting that no tensor memory exists until a value is read, that
 // copies share one value, and that a frozen tied copy keeps the weights.
 // Part 2 builds the README's Mlp (examples/mlp.h, whose module code the
-// generator wrote into examples/mlp.kindling.h), prints it, and runs it.
+// generator wrote into examples/mlp.kindling.h), prints it, runs it, saves it
+// as safetensors and loads it into a fresh lazy copy.
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "kindling/core/param.h"
 #include "kindling/module/initializer.h"
 #include "kindling/module/module.h"
+#include "kindling/record/checkpoint.h"
 #include "kindling/tensor/memory_stats.h"
 #include "kindling/tensor/tensor.h"
 
@@ -106,6 +109,31 @@ int main() {
               static_cast<long long>(predicted[2]),
               static_cast<long long>(predicted[3]));
 
+  Step("8. Save it, then load it into a fresh lazy Mlp: no init runs.");
+  const char* test_dir = std::getenv("TEST_TMPDIR");  // set under bazel test
+  const std::string path = std::string(test_dir ? test_dir : "/tmp") +
+                           "/kindling_quickstart.safetensors";
+  if (absl::Status saved = kindling::SaveModule(mlp, path); !saved.ok()) {
+    std::fprintf(stderr, "save failed: %s\n", saved.ToString().c_str());
+    return 1;
+  }
+  examples::Mlp fresh_mlp = examples::MlpConfig{}.Init();
+  absl::StatusOr<kindling::LoadReport> report =
+      kindling::LoadModule(fresh_mlp, path);
+  if (!report.ok()) {
+    std::fprintf(stderr, "load failed: %s\n",
+                 report.status().ToString().c_str());
+    return 1;
+  }
+  std::printf(
+      "   %s: %zu tensors loaded (%lld borrowed from the file's pages)\n",
+      path.c_str(), report->applied.size(),
+      static_cast<long long>(report->borrowed));
+  const std::vector<int64_t> reloaded =
+      fresh_mlp.Forward(images).argmax(1).to_data<int64_t>();
+  std::printf("   the loaded model predicts the same classes: %s\n",
+              reloaded == predicted ? "yes" : "NO");
+
   std::printf("\nend: %s\n", Live().c_str());
-  return 0;
+  return reloaded == predicted ? 0 : 1;
 }
