@@ -39,6 +39,13 @@ struct Dropout {
   }
 };
 
+// DropoutConfig: the config-then-Init() shape of the other layers.
+struct DropoutConfig {
+  double prob = 0.5;
+
+  Dropout Init(const Device& = Device::Cpu()) const { return Dropout{prob}; }
+};
+
 }  // namespace kindling::nn
 
 #endif  // KINDLING_NN_DROPOUT_H_

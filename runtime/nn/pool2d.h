@@ -3,11 +3,15 @@
 // They hold no parameters, so they are plain structs, not marked modules: a
 // model keeps them as constants (copied and printed, not saved).
 //
-//   kindling::nn::MaxPool2d pool{{.kernel = {2, 2}, .stride = {2, 2}}};
+//   kindling::nn::MaxPool2d pool =
+//       kindling::nn::MaxPool2dConfig{.kernel_size = {2, 2}, .stride = {2, 2}}
+//           .Init();
 //   Tensor<4> y = pool.Forward(x);  // [N, C, H, W] -> [N, C, H/2, W/2]
 #ifndef KINDLING_NN_POOL2D_H_
 #define KINDLING_NN_POOL2D_H_
 
+#include <array>
+#include <cstdint>
 #include <limits>
 #include <ostream>
 
@@ -34,6 +38,30 @@ struct AvgPool2d {
 
   Tensor<4> Forward(const Tensor<4>& input) const {
     return Patches(input, window, 0.0).mean_dim(2).squeeze(2);
+  }
+};
+
+// MaxPool2dConfig / AvgPool2dConfig: the usual config-then-Init() shape, for
+// symmetry with the parameter-holding layers. Init() allocates nothing (there
+// is nothing to allocate); the device argument is accepted for uniformity.
+struct MaxPool2dConfig {
+  std::array<int64_t, 2> kernel_size;
+  std::array<int64_t, 2> stride = {1, 1};
+  std::array<int64_t, 2> padding = {0, 0};
+  std::array<int64_t, 2> dilation = {1, 1};
+
+  MaxPool2d Init(const Device& = Device::Cpu()) const {
+    return MaxPool2d{Window2d{kernel_size, stride, padding, dilation}};
+  }
+};
+
+struct AvgPool2dConfig {
+  std::array<int64_t, 2> kernel_size;
+  std::array<int64_t, 2> stride = {1, 1};
+  std::array<int64_t, 2> padding = {0, 0};
+
+  AvgPool2d Init(const Device& = Device::Cpu()) const {
+    return AvgPool2d{Window2d{kernel_size, stride, padding}};
   }
 };
 

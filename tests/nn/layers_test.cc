@@ -211,6 +211,17 @@ TEST(Pool2dTest, MaxAndAvgMatchReferenceWithPadding) {
       }
 }
 
+TEST(Pool2dTest, ConfigsBuildTheWindow) {
+  const MaxPool2d max_pool =
+      MaxPool2dConfig{.kernel_size = {2, 2}, .stride = {2, 2}}.Init();
+  const AvgPool2d avg_pool = AvgPool2dConfig{.kernel_size = {2, 2}}.Init();
+  EXPECT_EQ(2, max_pool.window.stride[1]);
+  const Tensor<4> x = Tensor<4>::FromData<float>({1, 5, 2, 0}, {1, 1, 2, 2});
+  EXPECT_EQ(std::vector<float>({5}), max_pool.Forward(x).to_data<float>());
+  EXPECT_EQ(std::vector<float>({2}), avg_pool.Forward(x).to_data<float>());
+  EXPECT_EQ(0.25, DropoutConfig{0.25}.Init().prob);
+}
+
 TEST(DropoutTest, TrainingZeroesAboutProbAndScalesTheRest) {
   Generator generator(11);
   const Tensor<1> x = Tensor<1>::Ones({10000});
