@@ -250,8 +250,9 @@ TensorBase TensorBase::Expand(const Shape& shape) const {
                    shape.ToString());
     strides[axis] = dim == shape[axis] ? strides_[axis - lead] : 0;
   }
-  return TensorBase(storage_, dtype_, shape, std::move(strides), offset_,
-                    require_grad_);
+  // Copied, not moved: gcc 12 reports a false "may be used uninitialized"
+  // inside absl::InlinedVector's move here, and 8 strides cost nothing.
+  return TensorBase(storage_, dtype_, shape, strides, offset_, require_grad_);
 }
 
 TensorBase TensorBase::Unsqueeze(int axis) const {
