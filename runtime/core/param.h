@@ -65,6 +65,25 @@
 
 namespace kindling {
 
+// IndependentCopy() returns `value` on `device`, sharing no storage with it:
+// the device move, plus a copy when the move was a no-op (same device) for
+// types that can tell, like tensors. What Fork() gives each worker.
+template <Parameter T>
+T IndependentCopy(const T& value,
+                  const typename T::DeviceType& device) requires requires {
+  { value.to_device(device) } -> std::same_as<T>;
+}
+{
+  T copy = value.to_device(device);
+  if constexpr (requires {
+                  { copy.shares_storage_with(value) } -> std::same_as<bool>;
+                  { copy.clone() } -> std::same_as<T>;
+                }) {
+    if (copy.shares_storage_with(value)) return copy.clone();
+  }
+  return copy;
+}
+
 template <Parameter T>
 class Param {
  public:
@@ -144,8 +163,11 @@ class Param {
   // init_mapper() returns a Param whose value is func(this value). While this
   // Param is lazy the result is lazy too and nothing runs until it is read;
   // otherwise it is map(func).
-  [[nodiscard]] Param init_mapper(MapFn func) const {
-    return DeriveOrMap(std::move(func), lazy_is_require_grad());
+  // With a `memo`, copies sharing a state come out sharing one.
+  [[nodiscard]] Param init_mapper(MapFn func, StateMemo* memo = nullptr) const {
+    return Memoized(memo, [&] {
+      return DeriveOrMap(std::move(func), lazy_is_require_grad());
+    });
   }
 
   // set_require_grad() returns a Param whose value has the given flag. Stays
@@ -177,8 +199,27 @@ class Param {
     { value.to_device(device) } -> std::same_as<T>;
   }
   {
-    return Memoized(memo,
-                    [&] { return Param(id_, Retargeted(device), mapper_); });
+    KINDLING_CHECK(state_ != nullptr, "Param %s used after move",
+                   id_.ToString());
+    return Param(id_, RetargetedState(state_, device, memo), mapper_);
+  }
+
+  // fork() returns an independent copy on `device`, for a worker that trains
+  // on its own: the same value, but storage of its own, so in-place updates
+  // to one never reach the other. A lazy Param's fork stays lazy and is
+  // derived from it, so both see one init run. With a `memo`, copies sharing
+  // a state come out sharing one.
+  [[nodiscard]] Param fork(const DeviceType& device,
+                           StateMemo* memo = nullptr) const requires
+      requires(const T& value) {
+    { value.to_device(device) } -> std::same_as<T>;
+  }
+  {
+    return Memoized(memo, [&] {
+      return DeriveOrMap(
+          [device](T value) { return IndependentCopy(value, device); },
+          lazy_is_require_grad(), device);
+    });
   }
 
   // load_mapper() / save_mapper() return a copy (sharing the state) whose
@@ -286,24 +327,43 @@ class Param {
 
   // Runs the initializer of `state` (and of its lazy ancestors) once.
   static const T& Resolve(State& state) {
-    return state.cell.get_or_init([&state]() -> T {
+    const T& value = state.cell.get_or_init([&state]() -> T {
       if (state.init != nullptr) {
         return (*state.init)(state.spec->device, state.spec->require_grad);
       }
-      T value = state.transform(Resolve(*state.LockedParent()));
+      return state.transform(Resolve(*state.LockedParent()));
+    });
+    // A derived state no longer needs its parent, which may be the last holder
+    // of the original weights. Released only after get_or_init() has published
+    // the value, so RetargetedState() never sees "no parent" with the cell
+    // still empty.
+    if (state.init == nullptr) {
       std::lock_guard<std::mutex> lock(state.parent_mutex);
       state.parent.reset();
-      return value;
-    });
+    }
+    return value;
   }
 
-  // The state of this Param moved to `device`: lazy states are rebuilt on the
-  // device (a derived state over its retargeted parent), values are moved.
-  std::shared_ptr<State> Retargeted(const DeviceType& device) const {
-    return RetargetedState(state_, device);
-  }
+  // The state `state` moved to `device`: lazy states are rebuilt on the device
+  // (a derived state over its retargeted parent), values are moved. With a
+  // memo, every state on the way, parents included, is retargeted once, so
+  // derived params stay tied to their sources.
   static std::shared_ptr<State> RetargetedState(
-      const std::shared_ptr<State>& state, const DeviceType& device) {
+      const std::shared_ptr<State>& state, const DeviceType& device,
+      StateMemo* memo) {
+    if (memo != nullptr) {
+      if (std::shared_ptr<void> found = memo->Find(state.get())) {
+        return std::static_pointer_cast<State>(found);
+      }
+    }
+    std::shared_ptr<State> result =
+        RetargetedStateUnmemoized(state, device, memo);
+    if (memo != nullptr) memo->Insert(state, result);
+    return result;
+  }
+  static std::shared_ptr<State> RetargetedStateUnmemoized(
+      const std::shared_ptr<State>& state, const DeviceType& device,
+      StateMemo* memo) {
     if (const T* value = state->cell.get()) {
       return std::make_shared<State>(value->to_device(device));
     }
@@ -316,8 +376,9 @@ class Param {
     if (parent == nullptr) {  // initialized since the check above
       return std::make_shared<State>(state->cell.get()->to_device(device));
     }
-    return std::make_shared<State>(
-        std::move(spec), RetargetedState(parent, device), state->transform);
+    return std::make_shared<State>(std::move(spec),
+                                   RetargetedState(parent, device, memo),
+                                   state->transform);
   }
 
   // Runs `make` unless `memo` already maps this Param's state; records the
@@ -340,10 +401,14 @@ class Param {
     return state_->cell.get();
   }
 
-  Param DeriveOrMap(MapFn func, bool require_grad) const {
+  // map(func) if initialized; else a lazy state derived through `func`, with
+  // the given flag (and device, when it changes).
+  Param DeriveOrMap(MapFn func, bool require_grad,
+                    std::optional<DeviceType> device = std::nullopt) const {
     if (InitializedValue() != nullptr) return map(func);
     LazySpec spec = *state_->spec;
     spec.require_grad = require_grad;
+    if (device.has_value()) spec.device = *device;
     return Param(
         id_, std::make_shared<State>(std::move(spec), state_, std::move(func)),
         mapper_);

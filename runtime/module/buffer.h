@@ -20,9 +20,11 @@
 #ifndef KINDLING_MODULE_BUFFER_H_
 #define KINDLING_MODULE_BUFFER_H_
 
+#include <concepts>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "kindling/core/param.h"
@@ -59,6 +61,17 @@ class Buffer {
   void update(T value) const {
     std::lock_guard<std::mutex> lock(cell_->mutex);
     cell_->current = std::move(value);
+  }
+
+  // update_with() replaces the value with fn(current value) in one step, so
+  // concurrent updates from copies of a module (running statistics updated by
+  // two training threads) are not lost.
+  template <class Fn>
+  requires std::convertible_to<std::invoke_result_t<Fn&, const T&>, T>
+  void update_with(Fn fn) const {
+    std::lock_guard<std::mutex> lock(cell_->mutex);
+    if (!cell_->current.has_value()) cell_->current = cell_->initial.val();
+    cell_->current = fn(std::as_const(*cell_->current));
   }
 
   // is_initialized() is true once the value exists.

@@ -5,11 +5,14 @@
 // Lazy parameters stay lazy through ToDevice(), Fork(), NoGrad() and Valid():
 // a lazy parameter is retargeted to the new device rather than initialized and
 // copied (Burn initializes on all of these). Tied parameters (copies sharing
-// one state) stay tied: every pass threads one StateMemo through the walk.
+// one state) stay tied through ToDevice(), Fork() and NoGrad(): each threads
+// one StateMemo through the walk. MapParams() calls the mapper once per path,
+// so it keeps ties only if the mapper does.
 #ifndef KINDLING_MODULE_MAP_H_
 #define KINDLING_MODULE_MAP_H_
 
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "kindling/core/state_memo.h"
@@ -48,12 +51,29 @@ template <Module M, class DeviceT>
   return result;
 }
 
-// Fork() is ToDevice() for a copy that will train on its own (data-parallel
-// workers). Kindling's autodiff keeps no graph inside parameters, so there is
-// nothing more to detach.
+// Fork() returns an independent copy on `device` for a worker that trains on
+// its own (data parallelism): the same values, no shared storage, so in-place
+// updates to one copy never reach the other. Lazy params stay lazy and are
+// derived from the originals (one init run feeds both); tied params stay
+// tied.
 template <Module M, class DeviceT>
 [[nodiscard]] M Fork(const M& module, const DeviceT& device) {
-  return ToDevice(module, device);
+  M result = module;
+  StateMemo memo;
+  ForEachLeaf(result, [&](std::string_view, auto& leaf) {
+    if constexpr (module_internal::ParamField<decltype(leaf)>) {
+      leaf = leaf.fork(device, &memo);
+    } else if (leaf.is_initialized()) {
+      Param detached =
+          Param<std::remove_cvref_t<decltype(leaf.value())>>::Initialized(
+              leaf.id(), leaf.value())
+              .fork(device);
+      leaf = leaf.with_value(*detached, leaf.id());
+    } else {
+      leaf = leaf.to_device(device);
+    }
+  });
+  return result;
 }
 
 // NoGrad() returns a copy whose parameters do not require gradients (frozen

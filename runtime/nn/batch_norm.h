@@ -61,10 +61,12 @@ struct KINDLING_MODULE BatchNorm {
     const Tensor<1> batch_mean = mean.template reshape<1>({channels});
     const Tensor<1> batch_var = variance.template reshape<1>({channels});
     const double unbias = static_cast<double>(per_channel) / (per_channel - 1);
-    running_mean.update(running_mean.value() * (1 - momentum) +
-                        batch_mean * momentum);
-    running_var.update(running_var.value() * (1 - momentum) +
-                       batch_var * (momentum * unbias));
+    running_mean.update_with([&](const Tensor<1>& running) {
+      return running * (1 - momentum) + batch_mean * momentum;
+    });
+    running_var.update_with([&](const Tensor<1>& running) {
+      return running * (1 - momentum) + batch_var * (momentum * unbias);
+    });
     return Normalize(input, ChannelView(batch_mean, input),
                      ChannelView(batch_var, input));
   }

@@ -4,12 +4,20 @@
 #include <string>
 
 #include "absl/strings/str_join.h"
+#include "kindling/core/check.h"
 
 namespace kindling {
 
 int64_t Shape::num_elements() const {
+  // Any zero dimension makes the tensor empty; checking first keeps the
+  // product below from overflowing on shapes like [2^62, 4, 0].
+  if (std::find(dims_.begin(), dims_.end(), 0) != dims_.end()) return 0;
   int64_t count = 1;
-  for (int64_t dim : dims_) count *= dim;
+  for (int64_t dim : dims_) {
+    KINDLING_CHECK(!__builtin_mul_overflow(count, dim, &count),
+                   "shape %s has more elements than fit in 64 bits",
+                   ToString());
+  }
   return count;
 }
 
@@ -22,7 +30,10 @@ Shape ContiguousStrides(const Shape& shape) {
   int64_t stride = 1;
   for (int axis = shape.rank() - 1; axis >= 0; --axis) {
     strides[axis] = stride;
-    stride *= std::max<int64_t>(shape[axis], 1);
+    KINDLING_CHECK(!__builtin_mul_overflow(
+                       stride, std::max<int64_t>(shape[axis], 1), &stride),
+                   "shape %s has more elements than fit in 64 bits",
+                   shape.ToString());
   }
   return strides;
 }

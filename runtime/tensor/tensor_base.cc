@@ -34,16 +34,23 @@ TensorBase::TensorBase(std::shared_ptr<Storage> storage, DType dtype,
     KINDLING_CHECK(shape_[axis] >= 0, "tensor: negative dimension in %s",
                    shape_.ToString());
     if (shape_[axis] == 0) empty = true;
-    const int64_t span = (shape_[axis] - 1) * strides_[axis];
-    if (span < 0)
-      low += span;
-    else
-      high += span;
   }
+  // Overflow-checked: a huge shape must not wrap around into a small layout
+  // that passes the bounds check.
+  bool overflow = false;
+  for (int axis = 0; !empty && axis < shape_.rank(); ++axis) {
+    int64_t span = 0;
+    overflow |= __builtin_mul_overflow(shape_[axis] - 1, strides_[axis], &span);
+    overflow |= span < 0 ? __builtin_add_overflow(low, span, &low)
+                         : __builtin_add_overflow(high, span, &high);
+  }
+  int64_t end_byte = 0;
+  overflow |= __builtin_mul_overflow(
+      high + 1, static_cast<int64_t>(DTypeSize(dtype_)), &end_byte);
   if (!empty) {
     KINDLING_CHECK(
-        low >= 0 && (high + 1) * static_cast<int64_t>(DTypeSize(dtype_)) <=
-                        static_cast<int64_t>(storage_->nbytes()),
+        !overflow && low >= 0 &&
+            end_byte <= static_cast<int64_t>(storage_->nbytes()),
         "tensor: layout %s strides %s offset %d exceeds storage of %d bytes",
         shape_.ToString(), strides_.ToString(), offset_, storage_->nbytes());
   }
@@ -55,7 +62,12 @@ TensorBase TensorBase::Empty(const Shape& shape, DType dtype,
     KINDLING_CHECK(dim >= 0, "empty: negative dimension in %s",
                    shape.ToString());
   }
-  const size_t nbytes = shape.num_elements() * DTypeSize(dtype);
+  int64_t nbytes = 0;
+  KINDLING_CHECK(
+      !__builtin_mul_overflow(shape.num_elements(),
+                              static_cast<int64_t>(DTypeSize(dtype)), &nbytes),
+      "empty: %s of %s needs more bytes than fit in 64 bits", shape.ToString(),
+      DTypeName(dtype));
   return TensorBase(Storage::Allocate(device, nbytes), dtype, shape,
                     ContiguousStrides(shape), 0);
 }

@@ -1,6 +1,7 @@
 // Param<T> shared across threads: concurrent first reads initialize once and
 // every reader sees that value. Run under --config=tsan to check for races.
 #include <atomic>
+#include <cmath>
 #include <latch>
 #include <thread>
 #include <type_traits>
@@ -98,6 +99,39 @@ TEST(ParamConcurrencyTest, ConcurrentDerivedReadsInitializeTheChainOnce) {
     });
     EXPECT_EQ(1, Counters::init_calls().load());
     for (int t = 0; t < kThreads; ++t) EXPECT_EQ(seen[0], seen[t]);
+  }
+}
+
+TEST(ParamConcurrencyTest, ToDeviceRacingTheFirstReadOfADerivedParamIsSafe) {
+  // to_device() of a derived param while other threads initialize it: the
+  // mover must see either the lazy parent or the published value (it used to
+  // be able to see neither). Readers of the param itself all share one value;
+  // a moved copy is either that value moved, or (if it was retargeted while
+  // still lazy) its own init run: twice some init fill, on device 1.
+  for (int round = 0; round < 200; ++round) {
+    const CountingParam doubled = LazyCountingParam({2}).init_mapper(
+        [](CountingParameter p) { return p.Scaled(2.0f); });
+    std::vector<float> read(kThreads, 0.0f);
+    std::vector<float> moved(kThreads, 0.0f);
+    std::vector<int> moved_device(kThreads, -1);
+    RunConcurrently([&](int t) {
+      if (t % 2 == 0) {
+        read[t] = doubled->data()[0];
+      } else {
+        const CountingParam on_device_1 = doubled.to_device(1);
+        moved[t] = on_device_1->data()[0];
+        moved_device[t] = on_device_1->device();
+      }
+    });
+    for (int t = 0; t < kThreads; ++t) {
+      if (t % 2 == 0) {
+        EXPECT_EQ(read[0], read[t]);
+      } else {
+        EXPECT_EQ(1, moved_device[t]);
+        EXPECT_GT(moved[t], 0.0f);
+        EXPECT_EQ(0.0f, std::fmod(moved[t], 2.0f));
+      }
+    }
   }
 }
 

@@ -366,6 +366,20 @@ TEST_F(ParamTest, MemoKeepsTiedCopiesTiedThroughToDevice) {
   EXPECT_EQ(1, init_calls());
 }
 
+TEST_F(ParamTest, MemoKeepsDerivedParamsTiedToTheirSourceThroughToDevice) {
+  // decoder.embed = encoder.embed.set_require_grad(false), then a model-wide
+  // move: the frozen copy must still be derived from the moved source.
+  CountingParam encoder_embed = LazyCountingParam({3}, 0);
+  CountingParam decoder_embed = encoder_embed.set_require_grad(false);
+  StateMemo memo;
+  CountingParam encoder_moved = encoder_embed.to_device(1, &memo);
+  CountingParam decoder_moved = decoder_embed.to_device(1, &memo);
+  EXPECT_EQ(encoder_moved->storage_address(), decoder_moved->storage_address());
+  EXPECT_FALSE(decoder_moved->is_require_grad());
+  EXPECT_EQ(1, decoder_moved->device());
+  EXPECT_EQ(1, init_calls());
+}
+
 TEST_F(ParamTest, MemoKeepsTiedCopiesTiedThroughSetRequireGrad) {
   CountingParam shared = InitializedParam(1.0f);
   CountingParam copy = shared;
@@ -394,6 +408,12 @@ TEST(ParamDeathTest, ReadingAMovedFromParamAborts) {
   CountingParam taken = std::move(param);
   EXPECT_DEATH((void)param.val(),
                "read after move");  // NOLINT(bugprone-use-after-move)
+}
+
+TEST(ParamDeathTest, MovingAMovedFromParamAborts) {
+  CountingParam param = InitializedParam(1.0f);
+  CountingParam taken = std::move(param);
+  EXPECT_DEATH((void)param.to_device(1), "used after move");  // NOLINT
 }
 
 TEST(ParamDeathTest, EmptyInitFunctionAborts) {

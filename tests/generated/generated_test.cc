@@ -173,6 +173,22 @@ TEST(GeneratedTest, RecordRoundTripLoadsValuesAndIdsWithoutInit) {
             MakeNet().trunk.fc1.weight->to_data<float>());
 }
 
+TEST(GeneratedTest, ForkOnTheSameDeviceSharesNoStorage) {
+  const Net net = MakeNet();
+  (void)kindling::IntoRecord(net);  // initializes every lazy param
+  const Net forked = kindling::Fork(net, Device::Cpu());
+  EXPECT_EQ(net.trunk.fc1.weight->to_data<float>(),
+            forked.trunk.fc1.weight->to_data<float>());
+  EXPECT_FALSE(
+      forked.trunk.fc1.weight->shares_storage_with(*net.trunk.fc1.weight));
+  EXPECT_FALSE(forked.bn.running_mean.value().shares_storage_with(
+      net.bn.running_mean.value()));
+  // An in-place update of the fork does not reach the original.
+  Tensor<2> worker_weight = *forked.trunk.fc1.weight;
+  worker_weight.fill_(0.0);
+  EXPECT_NE(0.0f, net.trunk.fc1.weight->to_data<float>()[0]);
+}
+
 TEST(GeneratedTest, PrintShowsTypesShapesAndCounts) {
   const std::string text = kindling::ModuleToString(MakeNet());
   EXPECT_THAT(text, HasSubstr("acme::vision::models::Net(\n"

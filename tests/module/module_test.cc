@@ -98,11 +98,25 @@ TEST_F(ModuleTest, ToDeviceKeepsTiedWeightsTied) {
   EXPECT_FALSE(moved.pair[0].bias->shares_state_with(*moved.pair[1].bias));
 }
 
-TEST_F(ModuleTest, ForkIsAnIndependentCopyOnTheDevice) {
+TEST_F(ModuleTest, ForkOfALazyModuleIsLazyOnTheDeviceWithTheSameValues) {
   const demo::Net net = demo::MakeNet();
   const demo::Net forked = Fork(net, 2);
   EXPECT_THAT(Devices<int>(forked), ElementsAre(2));
+  EXPECT_EQ(0, CountInitialized(forked));
   EXPECT_FALSE(forked.fc1.weight.shares_state_with(net.fc1.weight));
+  // One init run feeds the original and the fork; storage is separate.
+  EXPECT_EQ(net.fc1.weight->data(), forked.fc1.weight->data());
+  EXPECT_NE(net.fc1.weight->storage_address(),
+            forked.fc1.weight->storage_address());
+  EXPECT_EQ(2, forked.fc1.weight->device());
+  EXPECT_EQ(1, Counters::init_calls().load());
+}
+
+TEST_F(ModuleTest, ForkKeepsTiedWeightsTied) {
+  demo::Net net = demo::MakeNet();
+  net.pair[1].weight = net.pair[0].weight;
+  const demo::Net forked = Fork(net, 1);
+  EXPECT_TRUE(forked.pair[0].weight.shares_state_with(forked.pair[1].weight));
 }
 
 TEST_F(ModuleTest, NoGradStaysLazyAndClearsTheFlag) {

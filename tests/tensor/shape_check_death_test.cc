@@ -76,6 +76,18 @@ TEST(ShapeCheckDeathTest, UndefinedTensor) {
   EXPECT_DEATH(undefined.exp(), "exp: undefined tensor");
 }
 
+TEST(ShapeCheckDeathTest, ElementCountOverflowAbortsInsteadOfWrapping) {
+  // 2^62 + 1 rows of 4 would wrap to 4 elements and pass a wrapped bounds
+  // check; it must abort before allocating.
+  EXPECT_DEATH(Tensor<2>::Zeros({(int64_t{1} << 62) + 1, 4}),
+               "more elements than fit in 64 bits");
+}
+
+TEST(ShapeCheckDeathTest, ByteCountOverflowAborts) {
+  EXPECT_DEATH(Tensor<1>::Zeros({int64_t{1} << 62}),
+               "needs more bytes than fit in 64 bits");
+}
+
 TEST(ShapeCheckDeathTest, CudaDeviceWithoutBackend) {
   EXPECT_DEATH(Tensor<1>::Zeros({2}, Device::Cuda(0)),
                "no backend registered for device cuda:0");

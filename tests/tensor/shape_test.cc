@@ -42,5 +42,9 @@ TEST(ShapeTest, BroadcastRejectsMismatchedDims) {
   EXPECT_FALSE(BroadcastShapes(Shape{2, 3}, Shape{4}, &result));
 }
 
+TEST(ShapeTest, ZeroDimensionMakesAnEmptyShapeEvenWithHugeDims) {
+  EXPECT_EQ(0, (Shape{int64_t{1} << 62, 4, 0}).num_elements());
+}
+
 }  // namespace
 }  // namespace kindling
