@@ -1,18 +1,21 @@
 #include "kindling/record/atomic_file.h"
 
 #include <fcntl.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "kindling/record/strings.h"
 
 namespace kindling::record {
@@ -32,19 +35,30 @@ std::string DirectoryOf(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<AtomicFile> AtomicFile::Create(const std::string& target) {
-  std::string temp = target + ".tmp.XXXXXX";
-  std::vector<char> buffer(temp.begin(), temp.end());
-  buffer.push_back('\0');
-  const int fd = ::mkostemp(buffer.data(), O_CLOEXEC);
-  if (fd < 0) {
+  // open(O_CREAT | O_EXCL, 0666) lets the kernel apply the process umask, so
+  // the checkpoint gets the usual mode without touching the umask (changing
+  // it, even briefly, races with files other threads create). The name is
+  // random; O_EXCL makes a collision fail with EEXIST, and then we retry.
+  std::random_device entropy;
+  std::mt19937_64 random(
+      (static_cast<uint64_t>(entropy()) << 32) ^ entropy() ^
+      static_cast<uint64_t>(::getpid()) ^
+      static_cast<uint64_t>(
+          std::chrono::steady_clock::now().time_since_epoch().count()));
+  constexpr int kAttempts = 100;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    std::string temp = absl::StrFormat("%s.tmp.%016x", target,
+                                       static_cast<uint64_t>(random()));
+    const int fd =
+        ::open(temp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
+    if (fd >= 0) return AtomicFile(target, std::move(temp), fd);
+    if (errno == EEXIST || errno == EINTR) continue;
     return ErrnoError(
         Cat(target, ": cannot create a temporary file beside it"));
   }
-  // mkstemp creates 0600; a checkpoint should get the usual umask'd mode.
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
-  return AtomicFile(target, std::string(buffer.data()), fd);
+  return absl::AlreadyExistsError(
+      Cat(target, ": cannot create a temporary file beside it: ", kAttempts,
+          " random names were all taken"));
 }
 
 AtomicFile::AtomicFile(AtomicFile&& other) noexcept

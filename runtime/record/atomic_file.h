@@ -7,7 +7,7 @@
 // rename itself survives a crash. If the writer is destroyed without a
 // successful Commit() (an error, an early return), the temporary file is
 // removed and the target is untouched. A process killed mid-write leaves at
-// most a stray `<target>.tmp.XXXXXX`, never a partial target.
+// most a stray `<target>.tmp.<16 hex digits>`, never a partial target.
 //
 //   absl::StatusOr<AtomicFile> file = AtomicFile::Create("model.safetensors");
 //   RETURN_IF_ERROR(file->Write(header));

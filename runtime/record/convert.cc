@@ -171,7 +171,10 @@ void ConvertElements(const void* src, SafetensorsDType from, void* dst,
                      SafetensorsDType to, size_t count) {
   const auto* in = static_cast<const uint8_t*>(src);
   auto* out = static_cast<uint8_t*>(dst);
-  if (from == to) {
+  // BOOL bytes other than 0 and 1 are legal on disk but not as a C++ bool, so
+  // BOOL always goes through the integer loop below, which maps them with
+  // `!= 0`.
+  if (from == to && from != DT::kBool) {
     std::memcpy(out, in, count * SafetensorsDTypeSize(from));
     return;
   }

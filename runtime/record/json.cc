@@ -65,7 +65,8 @@ void AppendUtf8(std::string& out, uint32_t code_point) {
 // A recursive-descent parser over already UTF-8-validated text.
 class Parser {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  Parser(std::string_view text, size_t max_values)
+      : text_(text), max_values_(max_values) {}
 
   absl::StatusOr<JsonValue> ParseDocument() {
     JsonValue value;
@@ -96,6 +97,10 @@ class Parser {
   absl::Status ParseValue(JsonValue& value, int depth) {
     SkipWhitespace();
     if (AtEnd()) return Error("unexpected end of the JSON text");
+    if (++values_ > max_values_) {
+      return Error(
+          absl::StrFormat("too many JSON values (more than %d)", max_values_));
+    }
     const char c = text_[pos_];
     if (c == '{' || c == '[') {
       if (depth >= kMaxJsonDepth) {
@@ -320,6 +325,8 @@ class Parser {
   }
 
   std::string_view text_;
+  size_t max_values_;
+  size_t values_ = 0;  // values begun so far, counted against max_values_
   size_t pos_ = 0;
 };
 
@@ -359,13 +366,13 @@ bool IsValidUtf8(std::string_view text, size_t* error_offset) {
   return true;
 }
 
-absl::StatusOr<JsonValue> ParseJson(std::string_view text) {
+absl::StatusOr<JsonValue> ParseJson(std::string_view text, size_t max_values) {
   size_t bad = 0;
   if (!IsValidUtf8(text, &bad)) {
     return absl::InvalidArgumentError(
         absl::StrFormat("byte %d: invalid UTF-8", bad));
   }
-  return Parser(text).ParseDocument();
+  return Parser(text, max_values).ParseDocument();
 }
 
 void AppendJsonString(std::string& out, std::string_view text) {

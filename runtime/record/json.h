@@ -15,6 +15,7 @@
 #ifndef KINDLING_RECORD_JSON_H_
 #define KINDLING_RECORD_JSON_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -28,6 +29,13 @@ namespace kindling::record {
 // kMaxJsonDepth bounds the nesting of arrays and objects (a safetensors
 // header needs 3), so a hostile header cannot exhaust the stack.
 inline constexpr int kMaxJsonDepth = 16;
+
+// kMaxJsonValues bounds how many values (of any kind, at any depth) one
+// document may hold. A JsonValue is ~128 bytes, so without a bound a 100 MB
+// header of `[0,0,0,...]` would allocate ~6 GB. 2^21 values cost at most
+// ~256 MB and still admit ~200,000 tensors of rank <= 4 (a tensor entry is
+// about 10 values), far beyond any published checkpoint.
+inline constexpr size_t kMaxJsonValues = size_t{1} << 21;
 
 // JsonValue is one parsed value. Objects keep their members in file order.
 struct JsonValue {
@@ -56,8 +64,10 @@ struct JsonValue {
 std::string_view KindName(JsonValue::Kind kind);
 
 // ParseJson() parses exactly one value; only whitespace may follow it. Errors
-// are InvalidArgument "byte N: problem".
-absl::StatusOr<JsonValue> ParseJson(std::string_view text);
+// are InvalidArgument "byte N: problem"; a document with more than
+// `max_values` values fails with "too many JSON values".
+absl::StatusOr<JsonValue> ParseJson(std::string_view text,
+                                    size_t max_values = kMaxJsonValues);
 
 // IsValidUtf8() is true for well-formed UTF-8 (no overlongs, no surrogates,
 // nothing past U+10FFFF). `error_offset` gets the first bad byte otherwise.

@@ -51,7 +51,10 @@ absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::Open(
   const size_t size = static_cast<size_t>(info.st_size);
   const uint8_t* data = nullptr;
   if (size > 0) {
-    void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    // Writable but private: in-place writes to borrowed tensors get
+    // copy-on-write pages from the kernel; the file itself is never changed.
+    void* mapping =
+        ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
     if (mapping == MAP_FAILED) {
       const int error = errno;
       ::close(fd);

@@ -1,10 +1,12 @@
-// MappedFile: a whole file mapped read-only into memory.
+// MappedFile: a whole file mapped copy-on-write into memory.
 //
 // Loading a checkpoint maps it instead of reading it: CPU tensors whose dtype
 // matches the file borrow the mapped pages directly, so the model's bytes
 // exist once, in the page cache, and are faulted in only when touched. The
-// mapping is MAP_PRIVATE and PROT_READ; tensors that borrow it are marked
-// read-only, and the tensor layer copies one on its first in-place write.
+// mapping is MAP_PRIVATE with PROT_READ | PROT_WRITE, and tensors borrow it
+// as ordinary writable storage: an in-place write makes the kernel copy just
+// the touched page into private memory, every handle on that storage sees the
+// write (as for any other tensor), and the file on disk is never modified.
 //
 // Lifetime: the mapping lives as long as the shared_ptr returned by Open()
 // and every tensor that borrowed from it (they hold the same owner).

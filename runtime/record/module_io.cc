@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -277,19 +278,20 @@ absl::Status ModuleSaver::Write(const std::string& path,
     metadata.emplace_back(key, value);
   }
   // Data order: by alignment, then name (as the reference writer does).
-  std::vector<size_t> order(entries_.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const size_t size_a = SafetensorsDTypeSize(entries_[a].spec.dtype);
-    const size_t size_b = SafetensorsDTypeSize(entries_[b].spec.dtype);
-    if (size_a != size_b) return size_a > size_b;
-    return entries_[a].spec.name < entries_[b].spec.name;
-  });
   std::vector<TensorSpec> specs;
-  specs.reserve(order.size());
-  for (size_t index : order) {
-    specs.push_back(entries_[index].spec);
-    metadata.emplace_back(Cat(kParamIdKeyPrefix, entries_[index].spec.name),
+  specs.reserve(entries_.size());
+  absl::flat_hash_map<std::string, size_t> entry_of;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    specs.push_back(entries_[i].spec);
+    entry_of.emplace(entries_[i].spec.name, i);
+  }
+  SortForAlignment(specs);
+  std::vector<size_t> order;
+  order.reserve(specs.size());
+  for (const TensorSpec& spec : specs) {
+    const size_t index = entry_of.at(spec.name);
+    order.push_back(index);
+    metadata.emplace_back(Cat(kParamIdKeyPrefix, spec.name),
                           entries_[index].id.ToString());
   }
   uint64_t data_size = 0;

@@ -116,6 +116,13 @@ absl::StatusOr<TensorInfo> ParseTensor(std::string_view file,
   if (shape->kind != JsonValue::Kind::kArray) {
     return TensorError(file, key, "\"shape\" must be an array");
   }
+  if (shape->array.size() > kMaxTensorRank) {
+    return TensorError(
+        file, key,
+        absl::StrFormat("\"shape\" has %d dimensions, more than the limit of "
+                        "%d",
+                        shape->array.size(), kMaxTensorRank));
+  }
   // The element count, overflow-checked as it is formed.
   uint64_t num_elements = 1;
   bool overflow = false;
@@ -141,6 +148,12 @@ absl::StatusOr<TensorInfo> ParseTensor(std::string_view file,
         file, key,
         Cat("shape [", absl::StrJoin(info.shape, ", "), "] x ",
             SafetensorsDTypeName(info.dtype), " overflows 64 bits"));
+  }
+  // TensorInfo::num_elements() is an int64, so the count must fit in one.
+  if (num_elements > static_cast<uint64_t>(INT64_MAX)) {
+    return TensorError(file, key,
+                       Cat("shape [", absl::StrJoin(info.shape, ", "),
+                           "] has more than 2^63-1 elements"));
   }
   const uint64_t expected_bytes = num_elements * element_size;
 
@@ -195,8 +208,17 @@ size_t SafetensorsDTypeSize(SafetensorsDType dtype) {
 }
 
 int64_t TensorInfo::num_elements() const {
+  // A 0 anywhere makes the tensor empty, however large the other extents
+  // (e.g. [2^62, 4, 0]), so check for it before multiplying anything.
+  for (int64_t extent : shape) {
+    if (extent == 0) return 0;
+  }
+  // ParseSafetensors() rejects non-empty shapes whose count overflows, so this
+  // cannot saturate for a parsed header; saturating keeps it defined anyway.
   int64_t count = 1;
-  for (int64_t extent : shape) count *= extent;
+  for (int64_t extent : shape) {
+    if (__builtin_mul_overflow(count, extent, &count)) return INT64_MAX;
+  }
   return count;
 }
 

@@ -52,6 +52,9 @@ namespace kindling::record {
 // implementation's limit).
 inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
+// kMaxTensorRank is the most dimensions a tensor's "shape" may have.
+inline constexpr size_t kMaxTensorRank = 64;
+
 // SafetensorsDType: the element types the format names.
 enum class SafetensorsDType : uint8_t {
   kBool,

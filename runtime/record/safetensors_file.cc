@@ -91,11 +91,17 @@ absl::StatusOr<TensorBase> ReadTensor(
   const bool aligned =
       stored.has_value() &&
       reinterpret_cast<uintptr_t>(source) % DTypeSize(*stored) == 0;
-  if (aligned && count > 0) {
+  // BOOL is never borrowed: a byte other than 0 or 1 (which the format
+  // allows) read as a C++ bool is undefined behavior, so BOOL is copied and
+  // normalized with `!= 0` below.
+  if (aligned && count > 0 && info.dtype != SafetensorsDType::kBool) {
     // Zero copy: the storage views the mapped pages and keeps `file` alive.
+    // The mapping is MAP_PRIVATE and writable, so in-place writes land in
+    // private copy-on-write pages (shared by every handle on this storage)
+    // and never reach the file.
     auto storage = Storage::Borrow(
         Device::Cpu(), const_cast<uint8_t*>(source), info.nbytes(),
-        std::shared_ptr<const void>(file), /*read_only=*/true);
+        std::shared_ptr<const void>(file), /*read_only=*/false);
     TensorBase tensor(std::move(storage), *stored, shape,
                       ContiguousStrides(shape), 0);
     if (*stored == dtype && device.is_cpu()) {
@@ -108,8 +114,8 @@ absl::StatusOr<TensorBase> ReadTensor(
     if (!device.is_cpu()) tensor = tensor.ToDevice(device);
     return tensor;
   }
-  // Unaligned (or a dtype Kindling has no tensors of): convert element by
-  // element, with unaligned reads.
+  // Unaligned, BOOL, or a dtype Kindling has no tensors of: convert element
+  // by element, with unaligned reads.
   TensorBase tensor = TensorBase::Empty(shape, dtype, Device::Cpu());
   if (count > 0)
     ConvertElements(source, info.dtype, tensor.data(), target, count);

@@ -1,13 +1,18 @@
 // Tests of SaveModule() / LoadModule() over hand-traited test modules.
 #include "kindling/record/checkpoint.h"
 
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -110,11 +115,18 @@ TEST(CheckpointTest, LazyLoadBorrowsTheFileWithoutAllocating) {
   EXPECT_EQ(0, report->copied);
   EXPECT_EQ(0, rectest::init_runs.load());
   EXPECT_TRUE(loaded.input.weight->base().storage()->is_borrowed());
-  EXPECT_TRUE(loaded.input.weight->base().storage()->is_read_only());
+  // The mapping is private and writable: in-place writes are copy-on-write
+  // at the page level, so the storage need not be read-only.
+  EXPECT_FALSE(loaded.input.weight->base().storage()->is_read_only());
 }
 
-TEST(CheckpointTest, BorrowedParamsCopyOnWriteAndOutliveTheFile) {
-  const std::string path = TempPath("cow.safetensors");
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+TEST(CheckpointTest, BorrowedParamsOutliveTheReplacedFile) {
+  const std::string path = TempPath("outlive.safetensors");
   ASSERT_TRUE(SaveModule(MakeFilledNet(0.0f), path).ok());
   rectest::Net loaded = rectest::MakeNet();
   ASSERT_TRUE(LoadModule(loaded, path).ok());
@@ -124,8 +136,37 @@ TEST(CheckpointTest, BorrowedParamsCopyOnWriteAndOutliveTheFile) {
   Tensor<2> weight = *loaded.input.weight;
   weight.add_(Tensor<2>::Ones({3, 4}));
   EXPECT_EQ(1.0f, weight.to_data<float>()[0]);
-  EXPECT_FALSE(weight.base().storage()->is_borrowed());
-  EXPECT_EQ(0.0f, Values(loaded.input.weight)[0]);  // the mapping is intact
+  EXPECT_EQ(1.0f, Values(loaded.input.weight)[0]);
+}
+
+// A loaded parameter behaves like an initialized one: an in-place write
+// through any handle is seen by every handle on the same storage and by the
+// parameter, while the file on disk is never modified.
+TEST(CheckpointTest, InPlaceWritesToLoadedParamsReachEveryHandleNotTheFile) {
+  const std::string path = TempPath("cow.safetensors");
+  ASSERT_TRUE(SaveModule(MakeFilledNet(0.0f), path).ok());
+  const std::string file_before = ReadBytes(path);
+  rectest::Net loaded = rectest::MakeNet();
+  ASSERT_TRUE(LoadModule(loaded, path).ok());
+  ASSERT_TRUE(loaded.input.weight->base().storage()->is_borrowed());
+  const std::vector<float> original = Values(loaded.input.weight);
+
+  Tensor<2> w = *loaded.input.weight;
+  Tensor<2> other = *loaded.input.weight;
+  w.sub_(Tensor<2>::Ones({3, 4}));
+  std::vector<float> want = original;
+  for (float& value : want) value -= 1.0f;
+  EXPECT_EQ(want, w.to_data<float>());
+  EXPECT_EQ(want, other.to_data<float>());
+  EXPECT_EQ(want, Values(loaded.input.weight));
+  // Still the (privately copied) mapped pages, not a fresh allocation.
+  EXPECT_TRUE(loaded.input.weight->base().storage()->is_borrowed());
+
+  // The file is unchanged, and loading it again gives the original values.
+  EXPECT_EQ(file_before, ReadBytes(path));
+  rectest::Net again = rectest::MakeNet();
+  ASSERT_TRUE(LoadModule(again, path).ok());
+  EXPECT_EQ(original, Values(again.input.weight));
 }
 
 TEST(CheckpointTest, MissingKeysAreAnErrorListingAllAndLeaveTheModule) {
@@ -295,23 +336,108 @@ TEST(CheckpointTest, PyTorchAdapterTransposesLinearAndRenamesNorms) {
   EXPECT_EQ((kindling::Shape{3, 4}), net.input.weight->shape());
 }
 
-TEST(CheckpointTest, SaveFailureLeavesTheOldFileAndNoTemporary) {
-  const std::string dir = TempPath("atomic");
+std::vector<std::string> Temporaries(const std::string& dir,
+                                     const std::string& target_name) {
+  std::vector<std::string> found;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* entry = ::readdir(d)) {
+      const std::string name = entry->d_name;
+      if (name.rfind(target_name + ".tmp.", 0) == 0) found.push_back(name);
+    }
+    ::closedir(d);
+  }
+  return found;
+}
+
+TEST(CheckpointTest, RejectedSaveLeavesTheOldFile) {
+  const std::string dir = TempPath("rejected");
   ::mkdir(dir.c_str(), 0755);
   const std::string path = dir + "/model.safetensors";
   ASSERT_TRUE(SaveModule(MakeFilledNet(0.0f), path).ok());
-  std::ifstream in(path, std::ios::binary);
-  const std::string before((std::istreambuf_iterator<char>(in)), {});
+  const std::string before = ReadBytes(path);
   // A reserved metadata key fails before anything is written.
   SaveOptions bad;
   bad.metadata = {{"kindling.module", "x"}};
   EXPECT_FALSE(SaveModule(MakeFilledNet(9.0f), path, bad).ok());
-  std::ifstream again(path, std::ios::binary);
-  const std::string after((std::istreambuf_iterator<char>(again)), {});
-  EXPECT_EQ(before, after);
+  EXPECT_EQ(before, ReadBytes(path));
+  EXPECT_TRUE(Temporaries(dir, "model.safetensors").empty());
   // Saving into a directory that does not exist fails cleanly.
   EXPECT_FALSE(
       SaveModule(MakeFilledNet(0.0f), dir + "/missing/m.safetensors").ok());
+}
+
+TEST(CheckpointTest, SaveFailingMidWriteLeavesTheOldFileAndNoTemporary) {
+  const std::string dir = TempPath("midwrite");
+  ::mkdir(dir.c_str(), 0755);
+  const std::string path = dir + "/model.safetensors";
+  ASSERT_TRUE(SaveModule(MakeFilledNet(0.0f), path).ok());
+  const std::string before = ReadBytes(path);
+  const rectest::Net replacement = MakeFilledNet(9.0f);
+  // In a child, cap the file size at 16 bytes: the temporary file is created,
+  // its first write stops short and the next fails with EFBIG (SIGXFSZ is
+  // ignored), so SaveModule fails in the middle of writing.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    const struct rlimit limit = {16, 16};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(3);
+    const absl::Status status = SaveModule(replacement, path);
+    const bool write_failed =
+        !status.ok() &&
+        status.message().find("write failed") != std::string_view::npos;
+    ::_exit(status.ok() ? 1 : (write_failed ? 0 : 2));
+  }
+  int wait_status = 0;
+  ASSERT_EQ(child, ::waitpid(child, &wait_status, 0));
+  ASSERT_TRUE(WIFEXITED(wait_status));
+  // 0: failed in Write(); 1: the save succeeded; 2: failed elsewhere.
+  ASSERT_EQ(0, WEXITSTATUS(wait_status));
+  EXPECT_EQ(before, ReadBytes(path));
+  EXPECT_THAT(Temporaries(dir, "model.safetensors"), ElementsAre());
+}
+
+TEST(CheckpointTest, SavedFileModeFollowsTheUmask) {
+  const std::string path = TempPath("mode.safetensors");
+  ::unlink(path.c_str());
+  const mode_t old_mask = ::umask(027);
+  const absl::Status status = SaveModule(MakeFilledNet(0.0f), path);
+  ::umask(old_mask);
+  ASSERT_TRUE(status.ok()) << status;
+  struct stat info;
+  ASSERT_EQ(0, ::stat(path.c_str(), &info));
+  EXPECT_EQ(0640u, info.st_mode & 0777u);
+}
+
+TEST(CheckpointTest, BoolBytesOtherThanZeroOrOneLoadAsTrue) {
+  // safetensors allows any byte in a BOOL tensor; reading 0x02 as a C++ bool
+  // is undefined, so the reader must copy and normalize, never borrow.
+  const std::string path = TempPath("bool.safetensors");
+  {
+    const std::string header =
+        R"({"m":{"dtype":"BOOL","shape":[4],"data_offsets":[0,4]}})";
+    std::string bytes(8, '\0');
+    for (int i = 0; i < 8; ++i) {
+      bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+    }
+    bytes += header;
+    bytes += std::string("\x00\x01\x02\xff", 4);
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+  }
+  absl::StatusOr<std::shared_ptr<const kindling::record::SafetensorsFile>>
+      file = kindling::record::SafetensorsFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  const kindling::record::TensorInfo* info = (*file)->header().Find("m");
+  ASSERT_NE(nullptr, info);
+  bool borrowed = true;
+  absl::StatusOr<kindling::TensorBase> tensor = kindling::record::ReadTensor(
+      *file, *info, kindling::DType::kBool, Device::Cpu(), &borrowed);
+  ASSERT_TRUE(tensor.ok()) << tensor.status();
+  EXPECT_FALSE(borrowed);
+  const auto* raw = static_cast<const uint8_t*>(tensor->data());
+  EXPECT_EQ((std::vector<uint8_t>{0, 1, 1, 1}),
+            std::vector<uint8_t>(raw, raw + 4));
 }
 
 TEST(CheckpointTest, CorruptFileIsRejectedBeforeTouchingTheModule) {

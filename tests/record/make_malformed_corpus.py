@@ -116,6 +116,13 @@ case("metadata_not_object", file_with(b'{"__metadata__":"x"}'),
 case("metadata_value_not_string", file_with(b'{"__metadata__":{"format":1}}'),
      F + ": __metadata__ \"format\": value must be a string, got integer")
 
+case("rank_over_limit",
+     file_with(("{" + tensor("w", "U8", [1] * 65, 0, 1) + "}").encode(), b"\0"),
+     F + ': tensor "w": "shape" has 65 dimensions, more than the limit of 64')
+case("count_over_int64",
+     file_with(("{" + tensor("w", "U8", [2**62, 3], 0, 0) + "}").encode()),
+     F + ': tensor "w": shape [4611686018427387904, 3] has more than 2^63-1 elements')
+
 
 def main():
     os.makedirs(OUT, exist_ok=True)

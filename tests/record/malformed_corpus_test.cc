@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "kindling/record/safetensors.h"
+#include "kindling/record/safetensors_file.h"
 
 namespace kindling::record {
 namespace {
@@ -61,6 +63,17 @@ TEST(MalformedCorpusTest, EachFileGivesItsExactError) {
     ASSERT_FALSE(header.ok());
     EXPECT_EQ(absl::StatusCode::kInvalidArgument, header.status().code());
     EXPECT_EQ(expected, std::string(header.status().message()));
+
+    // SafetensorsFile::Open() maps the file and gives the same error, naming
+    // the path it was given instead of the bare label.
+    const std::string path = std::string(kCorpus) + "/" + name;
+    ASSERT_EQ(0, expected.compare(0, name.size(), name)) << expected;
+    absl::StatusOr<std::shared_ptr<const SafetensorsFile>> file =
+        SafetensorsFile::Open(path);
+    ASSERT_FALSE(file.ok());
+    EXPECT_EQ(absl::StatusCode::kInvalidArgument, file.status().code());
+    EXPECT_EQ(path + expected.substr(name.size()),
+              std::string(file.status().message()));
   }
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kindling/record/convert.h"
 #include "kindling/record/json.h"
@@ -90,6 +91,84 @@ TEST(JsonTest, LimitsNesting) {
   std::string ok(kMaxJsonDepth, '[');
   ok += std::string(kMaxJsonDepth, ']');
   EXPECT_TRUE(ParseJson(ok).ok());
+}
+
+TEST(JsonTest, LimitsTheNumberOfValues) {
+  // "[0,0,0]" is four values: the array and its three elements.
+  EXPECT_TRUE(ParseJson("[0,0,0]", 4).ok());
+  EXPECT_EQ("byte 5: too many JSON values (more than 3)",
+            Message(ParseJson("[0,0,0]", 3).status()));
+  EXPECT_EQ("byte 0: too many JSON values (more than 0)",
+            Message(ParseJson("{}", 0).status()));
+}
+
+std::vector<uint8_t> RawFile(const std::string& header, size_t data_bytes = 0) {
+  std::vector<uint8_t> file(8);
+  uint64_t length = header.size();
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<uint8_t>(length >> (8 * i));
+  file.insert(file.end(), header.begin(), header.end());
+  file.resize(file.size() + data_bytes, 0);
+  return file;
+}
+
+TEST(SafetensorsTest, RejectsAHeaderWithTooManyJsonValues) {
+  // Each JsonValue is ~128 bytes, so without the budget this 4 MB header
+  // would allocate ~256 MB (and a 100 MB one ~6 GB).
+  std::string header = R"({"__metadata__":{},"x":[)";
+  for (size_t i = 0; i <= kMaxJsonValues; ++i) header += "0,";
+  header.back() = ']';
+  header += "}";
+  absl::StatusOr<SafetensorsHeader> parsed =
+      ParseSafetensors(RawFile(header), "bomb.safetensors");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(absl::StatusCode::kInvalidArgument, parsed.status().code());
+  EXPECT_THAT(Message(parsed.status()),
+              ::testing::StartsWith("bomb.safetensors: header is not valid "
+                                    "JSON: byte "));
+  EXPECT_THAT(Message(parsed.status()),
+              ::testing::HasSubstr("too many JSON values"));
+}
+
+TEST(SafetensorsTest, RejectsARankAboveTheLimit) {
+  std::string dims = "1";
+  for (size_t i = 1; i < kMaxTensorRank + 1; ++i) dims += ",1";
+  absl::StatusOr<SafetensorsHeader> parsed =
+      ParseSafetensors(RawFile(R"({"w":{"dtype":"U8","shape":[)" + dims +
+                                   R"(],"data_offsets":[0,1]}})",
+                               1),
+                       "f");
+  EXPECT_EQ(
+      "f: tensor \"w\": \"shape\" has 65 dimensions, more than the limit of 64",
+      Message(parsed.status()));
+  // Exactly kMaxTensorRank is fine.
+  dims = "1";
+  for (size_t i = 1; i < kMaxTensorRank; ++i) dims += ",1";
+  EXPECT_TRUE(ParseSafetensors(RawFile(R"({"w":{"dtype":"U8","shape":[)" +
+                                           dims + R"(],"data_offsets":[0,1]}})",
+                                       1),
+                               "f")
+                  .ok());
+}
+
+TEST(SafetensorsTest, EmptyShapeWithHugeExtentsHasZeroElements) {
+  // 2^62 * 4 overflows int64 before the 0 is reached; the tensor is empty.
+  absl::StatusOr<SafetensorsHeader> parsed = ParseSafetensors(
+      RawFile(
+          R"({"w":{"dtype":"F32","shape":[4611686018427387904,4,0],"data_offsets":[0,0]}})"),
+      "f");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const TensorInfo* w = parsed->Find("w");
+  ASSERT_NE(nullptr, w);
+  EXPECT_EQ(0, w->num_elements());
+  EXPECT_EQ(0u, w->nbytes());
+  // The non-empty overflowing shape is rejected with a clear error.
+  parsed = ParseSafetensors(
+      RawFile(
+          R"({"w":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,0]}})"),
+      "f");
+  EXPECT_EQ(
+      "f: tensor \"w\": shape [4611686018427387904, 4] x F32 overflows 64 bits",
+      Message(parsed.status()));
 }
 
 TEST(JsonTest, WritesEscapedStrings) {
@@ -222,6 +301,15 @@ TEST(ConvertTest, FloatConversionsRoundToNearestEven) {
   ConvertElements(source, SafetensorsDType::kF32, bf16, SafetensorsDType::kBF16,
                   4);
   EXPECT_EQ(0x3f80, bf16[0]);
+}
+
+TEST(ConvertTest, BoolBytesAreNormalizedWithNotEqualZero) {
+  const uint8_t source[4] = {0, 1, 2, 0xff};
+  uint8_t out[4] = {9, 9, 9, 9};
+  ConvertElements(source, SafetensorsDType::kBool, out, SafetensorsDType::kBool,
+                  4);
+  EXPECT_EQ((std::vector<uint8_t>{0, 1, 1, 1}),
+            std::vector<uint8_t>(out, out + 4));
 }
 
 TEST(ConvertTest, UnalignedSourceAndIntegers) {
