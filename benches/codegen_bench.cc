@@ -178,14 +178,10 @@ bool MakeHeader(int which, BenchHeader& bench, std::string& error) {
       error = "needs the source tree: run with `tools/bazel run`";
       return false;
     }
-    // kindling/... -> runtime/..., as the runtime's include prefix does.
-    const fs::path include = bench.directory / "include";
-    fs::create_directories(include);
-    fs::remove(include / "kindling");
-    fs::create_directory_symlink(fs::path(workspace) / "runtime",
-                                 include / "kindling");
+    // "kindling/..." names runtime/kindling/..., as strip_include_prefix
+    // does for the runtime's libraries.
     bench.flags.push_back("-I");
-    bench.flags.push_back(include.string());
+    bench.flags.push_back((fs::path(workspace) / "runtime").string());
   }
   std::ofstream(bench.header) << (which == 0 ? kStdHeader : kRuntimeHeader);
   return true;

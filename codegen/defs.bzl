@@ -5,7 +5,7 @@
     kindling_module_library(
         name = "mlp",
         hdrs = ["mlp.h"],
-        deps = ["//runtime/nn:linear"],
+        deps = ["//runtime/kindling/nn:linear"],
     )
 
 For every header in `hdrs`, kindling-gen runs as a Bazel action and writes
@@ -18,8 +18,8 @@ cc_library exports the headers, the generated headers and the module runtime.
 
 # The module runtime every generated header includes.
 _MODULE_RUNTIME = [
-    "//runtime/module:module_traits",
-    "//runtime/module:record",
+    "//runtime/kindling/module:module_traits",
+    "//runtime/kindling/module:record",
 ]
 
 # Builtin headers (stddef.h, ...) of the Clang that kindling-gen links.
@@ -194,7 +194,7 @@ def kindling_module_library(name, hdrs, srcs = [], deps = [], **kwargs):
       deps: what the headers need, as for cc_library; the module runtime is added.
       **kwargs: passed to cc_library (visibility, copts, testonly, ...).
         include_prefix and strip_include_prefix apply to the generated
-        headers too (runtime/nn's "kindling/nn/linear.kindling.h").
+        headers too (runtime/kindling/nn's "kindling/nn/linear.kindling.h").
         `kindling_gen_copts` adds Clang flags for the generator only.
     """
     # The library's own defines reach its compile actions, so the parse sees

@@ -2,7 +2,7 @@
 //
 // For each module the file defines `<Name>Record` in the module's namespace
 // and specializes kindling::ModuleTraits with the module's fields, in the shape
-// runtime/module/module_traits.h documents. The text is run through
+// runtime/kindling/module/module_traits.h documents. The text is run through
 // clang-format with the project's style, so the output reads like code a
 // person wrote and is stable byte for byte (the golden tests compare it).
 #ifndef KINDLING_CODEGEN_MODULE_EMITTER_H_

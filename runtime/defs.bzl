@@ -1,7 +1,7 @@
 """Build helpers shared by every runtime package.
 
-kindling_cc_library puts a runtime header `runtime/<layer>/<file>.h` on the
-include path as `kindling/<layer>/<file>.h` and applies the project's copts, so
+kindling_cc_library puts a runtime header `runtime/kindling/<layer>/<file>.h` on
+the include path as `kindling/<layer>/<file>.h` and applies the project's copts, so
 BUILD files stay one line per concept.
 """
 
@@ -20,7 +20,6 @@ def kindling_cc_library(name, hdrs = [], srcs = [], deps = [], copts = [], **kwa
         deps = deps,
         copts = KINDLING_COPTS + copts,
         strip_include_prefix = "/runtime",
-        include_prefix = "kindling",
         visibility = ["//visibility:public"],
         **kwargs
     )
@@ -45,7 +44,6 @@ def kindling_runtime_module_library(name, hdrs, srcs = [], deps = [], copts = []
         deps = deps,
         copts = KINDLING_COPTS + copts,
         strip_include_prefix = "/runtime",
-        include_prefix = "kindling",
         visibility = ["//visibility:public"],
         **kwargs
     )

@@ -13,8 +13,7 @@ cd "$(dirname "$0")/../.."
 runs="${1:-1000000}"
 shift || true
 work="${FUZZ_WORKDIR:-/tmp/kindling-fuzz}"
-mkdir -p "$work/include" "$work/corpus"
-ln -sfn "$PWD/runtime" "$work/include/kindling"
+mkdir -p "$work/corpus"
 
 absl_libs=(-labsl_status -labsl_statusor -labsl_str_format_internal
   -labsl_strings -labsl_strings_internal -labsl_cord -labsl_cord_internal
@@ -29,8 +28,8 @@ absl_libs=(-labsl_status -labsl_statusor -labsl_str_format_internal
 
 clang++-14 -std=c++20 -O1 -g -fno-omit-frame-pointer \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -I "$work/include" -I . \
-  runtime/record/json.cc runtime/record/safetensors.cc \
+  -I runtime -I . \
+  runtime/kindling/record/json.cc runtime/kindling/record/safetensors.cc \
   tests/record/safetensors_fuzzer.cc \
   "${absl_libs[@]}" -o "$work/safetensors_fuzzer"
 

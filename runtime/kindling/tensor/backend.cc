@@ -30,7 +30,7 @@ Backend& GetBackend(const Device& device) {
   KINDLING_CHECK(backend != nullptr,
                  "no backend registered for device %s (link %s)",
                  device.ToString(),
-                 device.is_cpu() ? "//runtime/backend/cpu"
+                 device.is_cpu() ? "//runtime/kindling/backend/cpu"
                                  : "the CUDA backend, --config=cuda");
   return *backend;
 }

@@ -1,7 +1,7 @@
 // CpuBackend: the kernel table for DeviceKind::kCpu.
 //
-// Linking //runtime/backend/cpu registers it (a static initializer in an
-// alwayslink library), so any program that depends on that target can create
+// Linking //runtime/kindling/backend/cpu registers it (a static initializer in
+// an alwayslink library), so any program that depends on that target can create
 // CPU tensors; nothing needs to call anything. Kernels parallelize with
 // OpenMP over the machine's cores above about 64K elements and run serially
 // below; matmul goes through OpenBLAS. Set OMP_NUM_THREADS to bound the

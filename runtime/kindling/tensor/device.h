@@ -9,8 +9,8 @@
 //   kindling::Device::Parse("tpu");          // InvalidArgument
 //
 // Which devices can hold tensors depends on the backends linked in (see
-// backend.h): //runtime/backend/cpu registers cpu; a CUDA backend registers
-// cuda:N.
+// backend.h): //runtime/kindling/backend/cpu registers cpu; a CUDA backend
+// registers cuda:N.
 #ifndef KINDLING_TENSOR_DEVICE_H_
 #define KINDLING_TENSOR_DEVICE_H_
 

@@ -4,10 +4,10 @@
 // runtime/tensor knows shapes, broadcasting and views but no kernels: it sits
 // below runtime/backend. Each op validates its operands, allocates the output
 // and calls the Backend registered for the operands' device type. The CPU
-// backend registers itself when //runtime/backend/cpu is linked (its library
-// is alwayslink); a CUDA backend will register for DeviceKind::kCuda the same
-// way. Using a device whose backend is not linked aborts with a message saying
-// which target to add.
+// backend registers itself when //runtime/kindling/backend/cpu is linked (its
+// library is alwayslink); a CUDA backend will register for DeviceKind::kCuda
+// the same way. Using a device whose backend is not linked aborts with a
+// message saying which target to add.
 //
 // Kernel contract, for every method below:
 //   * outputs come first; `out` is allocated by the caller and, unless stated
