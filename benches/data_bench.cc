@@ -199,3 +199,5 @@ BENCHMARK(BM_LoadFashionMnistTrain)
 
 }  // namespace
 }  // namespace kindling::data
+
+BENCHMARK_MAIN();
