@@ -9,10 +9,12 @@
 //       the loader's loop. `vs_training`: samples/s / 20000, the
 //       upper end of the MLP's training rate; above 1 the loader keeps up
 //       with training even with no thread to hide behind.
-//   BM_LoaderBehindTraining/<batch>
-//       the consumer spins for batch / 20000 s per batch, as training would;
-//       `stall_fraction` is the share of the run spent waiting in Next()
-//       (0 = the background thread always had the batch ready).
+//   BM_LoaderBehindTraining/<batch>/<spin>
+//       the consumer "trains" for batch / 20000 s per batch, spinning (spin:1,
+//       CPU training, which competes with the loader's thread for cores) or
+//       sleeping (spin:0, a host waiting on a GPU); `stall_fraction` is the
+//       share of the run spent waiting in Next() (0 = the background thread
+//       always had the batch ready).
 //   BM_LoadFashionMnistTrain
 //       LoadMnistLike(kTrain) from /usr/share/datasets/fashion-mnist;
 //       `vs_gunzip`: the time zlib alone takes to decompress both files /
@@ -28,6 +30,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -136,6 +139,7 @@ BENCHMARK(BM_Loader)
 
 void BM_LoaderBehindTraining(benchmark::State& state) {
   const int64_t batch_size = state.range(0);
+  const bool spin = state.range(1) != 0;
   DataLoader loader(SyntheticDataset(), {.batch_size = batch_size, .seed = 1});
   const auto step =
       std::chrono::duration<double>(batch_size / kTrainingSamplesPerSecond);
@@ -146,8 +150,13 @@ void BM_LoaderBehindTraining(benchmark::State& state) {
     std::optional<Batch> batch = loader.Next();
     if (!batch.has_value()) batch = loader.Next();
     const auto received = std::chrono::steady_clock::now();
-    // "Train": spin for as long as the MLP would take on this batch.
-    while (std::chrono::steady_clock::now() - received < step) {
+    // "Train" for as long as the MLP would take on this batch: spinning
+    // like CPU training, or sleeping like a host waiting on a GPU.
+    if (spin) {
+      while (std::chrono::steady_clock::now() - received < step) {
+      }
+    } else {
+      std::this_thread::sleep_for(step);
     }
     waiting += Seconds(received - start);
     total += Seconds(std::chrono::steady_clock::now() - start);
@@ -155,8 +164,9 @@ void BM_LoaderBehindTraining(benchmark::State& state) {
   state.counters["stall_fraction"] = waiting / total;
 }
 BENCHMARK(BM_LoaderBehindTraining)
-    ->ArgName("batch")
-    ->Arg(64)
+    ->ArgNames({"batch", "spin"})
+    ->Args({64, 1})
+    ->Args({64, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
