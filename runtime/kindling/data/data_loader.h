@@ -113,7 +113,8 @@ class DataLoader {
   LoaderState state() const { return state_; }
 
   // Restore() continues from `state`: the next Next() returns what it
-  // returned after state was taken. Discards prepared batches. A state of a
+  // returned after state was taken (state.seed replaces options().seed).
+  // Discards prepared batches. A state of a
   // data set of another size, or with a negative epoch or a position outside
   // 0..dataset_size, is InvalidArgument and leaves the loader untouched.
   [[nodiscard]] absl::Status Restore(const LoaderState& state);
