@@ -43,8 +43,13 @@
 
 namespace kindling {
 
+// [[nodiscard]]: every Tensor-returning op is pure, so a discarded result
+// (`x.relu();` meant as `x = x.relu();`) is a bug. gcc reports it as
+// -Wunused-result, which KINDLING_COPTS (runtime/defs.bzl, used by every
+// kindling_cc_library and kindling_cc_test) turns into an error. In-place
+// members return Tensor& (a reference is never flagged) and may be discarded.
 template <int D, TensorKind K = Float>
-class Tensor {
+class [[nodiscard]] Tensor {
   static_assert(D >= 0 && D <= 8, "Tensor rank must be in 0..8");
 
  public:
