@@ -7,6 +7,8 @@ BUILD files stay one line per concept.
 
 load("//codegen:defs.bzl", "kindling_module_library")
 
+# -Werror=unused-result makes discarding a [[nodiscard]] value (a Tensor, a
+# Status) a compile error rather than a warning.
 KINDLING_COPTS = [
     "-Werror=return-type",
     "-Werror=unused-result",

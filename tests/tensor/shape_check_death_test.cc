@@ -90,7 +90,7 @@ TEST(ShapeCheckDeathTest, ByteCountOverflowAborts) {
 
 TEST(ShapeCheckDeathTest, CudaDeviceWithoutBackend) {
   EXPECT_DEATH(Tensor<1>::Zeros({2}, Device::Cuda(0)),
-               "no backend registered for device cuda:0");
+               "no device memory registered for device cuda:0");
 }
 
 }  // namespace

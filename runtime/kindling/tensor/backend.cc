@@ -29,9 +29,7 @@ Backend& GetBackend(const Device& device) {
       std::memory_order_acquire);
   KINDLING_CHECK(backend != nullptr,
                  "no backend registered for device %s (link %s)",
-                 device.ToString(),
-                 device.is_cpu() ? "//runtime/kindling/backend/cpu"
-                                 : "the CUDA backend, --config=cuda");
+                 device.ToString(), internal::BackendTarget(device.type()));
   return *backend;
 }
 

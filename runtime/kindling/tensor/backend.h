@@ -1,6 +1,11 @@
 // Backend: the kernel table a device type registers, and the registry the
 // tensor front end dispatches through.
 //
+// Raw memory (allocate, free, byte copies) is the other half of a device type
+// and lives in device_memory.h: Storage needs memory but no kernels, and the
+// kernels take TensorBase, which is built on Storage. This header only
+// forward-declares TensorBase, so the backend library sits below tensor_base.
+//
 // runtime/tensor knows shapes, broadcasting and views but no kernels: it sits
 // below runtime/backend. Each op validates its operands, allocates the output
 // and calls the Backend registered for the operands' device type. The CPU
@@ -19,7 +24,6 @@
 #ifndef KINDLING_TENSOR_BACKEND_H_
 #define KINDLING_TENSOR_BACKEND_H_
 
-#include <cstddef>
 #include <string_view>
 
 #include "kindling/tensor/device.h"
@@ -77,16 +81,6 @@ class Backend {
 
   // name() is for messages, e.g. "cpu".
   virtual std::string_view name() const = 0;
-
-  // Allocate() returns at least `nbytes` bytes aligned to 64; never null for
-  // nbytes > 0 (out of memory aborts). Deallocate() gets the same size back.
-  virtual void* Allocate(const Device& device, size_t nbytes) = 0;
-  virtual void Deallocate(const Device& device, void* data, size_t nbytes) = 0;
-
-  // CopyFromHost(): out (contiguous) <- out.numel() elements at `host`, same
-  // dtype. CopyToHost(): the reverse, from any strided `in`.
-  virtual void CopyFromHost(const TensorBase& out, const void* host) = 0;
-  virtual void CopyToHost(void* host, const TensorBase& in) = 0;
 
   // Copy(): out[i] = convert(in[i]) for one shape; `out` may be a strided
   // view (cat writes through narrowed views) and the dtypes may differ

@@ -66,6 +66,16 @@ class Device {
   int index_ = 0;
 };
 
+namespace internal {
+
+// BackendTarget() is the Bazel target (or build flag) that registers memory
+// and kernels for `type`, for the message when none is linked.
+constexpr const char* BackendTarget(DeviceKind type) {
+  return type == DeviceKind::kCpu ? "//runtime/kindling/backend/cpu"
+                                  : "the CUDA backend, --config=cuda";
+}
+
+}  // namespace internal
 }  // namespace kindling
 
 #endif  // KINDLING_TENSOR_DEVICE_H_

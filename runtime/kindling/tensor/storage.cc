@@ -3,7 +3,7 @@
 #include <memory>
 #include <utility>
 
-#include "kindling/tensor/backend.h"
+#include "kindling/tensor/device_memory.h"
 #include "kindling/tensor/memory_stats.h"
 
 namespace kindling {
@@ -11,7 +11,7 @@ namespace kindling {
 std::shared_ptr<Storage> Storage::Allocate(const Device& device,
                                            size_t nbytes) {
   void* data =
-      nbytes == 0 ? nullptr : GetBackend(device).Allocate(device, nbytes);
+      nbytes == 0 ? nullptr : GetDeviceMemory(device).Allocate(device, nbytes);
   internal::RecordAllocation(device, static_cast<int64_t>(nbytes));
   return std::shared_ptr<Storage>(new Storage(device, data, nbytes,
                                               /*borrowed=*/false, nullptr,
@@ -37,7 +37,9 @@ Storage::Storage(const Device& device, void* data, size_t nbytes, bool borrowed,
 
 Storage::~Storage() {
   if (borrowed_) return;  // owner_ releases the foreign memory
-  if (data_ != nullptr) GetBackend(device_).Deallocate(device_, data_, nbytes_);
+  if (data_ != nullptr) {
+    GetDeviceMemory(device_).Deallocate(device_, data_, nbytes_);
+  }
   internal::RecordDeallocation(device_, static_cast<int64_t>(nbytes_));
 }
 

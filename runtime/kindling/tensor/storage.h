@@ -3,7 +3,8 @@
 // Tensors never own memory directly: each holds a shared_ptr<Storage> plus
 // its shape, strides and offset, so copying a tensor or taking a view costs a
 // refcount increment. A Storage is either
-//   * owned: allocated by the device's backend, counted in MemoryStats, freed
+//   * owned: allocated by the device's DeviceMemory, counted in MemoryStats,
+//   freed
 //     when the last tensor viewing it dies; or
 //   * borrowed: foreign memory (say a memory-mapped checkpoint) kept alive by
 //     an opaque owner handle. Borrowing copies nothing and counts nothing.
@@ -27,7 +28,7 @@ namespace kindling {
 class Storage {
  public:
   // Allocate() returns `nbytes` of uninitialized memory on `device`, from the
-  // backend registered for it (aborting if there is none).
+  // DeviceMemory registered for it (aborting if there is none).
   static std::shared_ptr<Storage> Allocate(const Device& device, size_t nbytes);
 
   // Borrow() wraps foreign memory without copying it. `owner` keeps `data`

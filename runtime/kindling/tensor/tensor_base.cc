@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "kindling/core/check.h"
 #include "kindling/tensor/backend.h"
+#include "kindling/tensor/device_memory.h"
 
 namespace kindling {
 
@@ -75,7 +76,10 @@ TensorBase TensorBase::Empty(const Shape& shape, DType dtype,
 TensorBase TensorBase::FromHost(const void* host, const Shape& shape,
                                 DType dtype, const Device& device) {
   TensorBase result = Empty(shape, dtype, device);
-  if (result.numel() > 0) GetBackend(device).CopyFromHost(result, host);
+  if (result.numel() > 0) {
+    GetDeviceMemory(device).CopyHostToDevice(
+        device, result.data(), host, result.numel() * result.element_size());
+  }
   return result;
 }
 
@@ -323,7 +327,22 @@ TensorBase TensorBase::ToDevice(const Device& device) const {
 }
 
 void TensorBase::CopyToHost(void* host) const {
-  if (numel() > 0) GetBackend(device()).CopyToHost(host, *this);
+  if (numel() == 0) return;
+  const size_t nbytes = numel() * element_size();
+  if (is_contiguous()) {
+    GetDeviceMemory(device()).CopyDeviceToHost(device(), host, data(), nbytes);
+    return;
+  }
+  if (device().is_cpu()) {
+    // Host memory is CPU memory: view it as a contiguous tensor and let the
+    // copy kernel gather the strided elements straight into it.
+    const TensorBase target(
+        Storage::Borrow(Device::Cpu(), host, nbytes, nullptr, false), dtype_,
+        shape_, ContiguousStrides(shape_), 0);
+    GetBackend(device()).Copy(target, *this);
+    return;
+  }
+  Contiguous().CopyToHost(host);
 }
 
 void TensorBase::MakeWritable() {

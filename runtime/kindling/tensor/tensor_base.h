@@ -26,7 +26,8 @@
 
 namespace kindling {
 
-class TensorBase {
+// [[nodiscard]] like Tensor: a discarded TensorBase result is a lost op.
+class [[nodiscard]] TensorBase {
  public:
   // TensorBase() is an undefined tensor: only defined(), copy, assignment and
   // destruction are allowed.

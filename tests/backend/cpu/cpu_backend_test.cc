@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kindling/tensor/device_memory.h"
 #include "kindling/tensor/tensor.h"
 
 namespace kindling {
@@ -16,6 +17,33 @@ TEST(CpuBackendTest, RegisteredByLinking) {
   EXPECT_TRUE(HasBackend(DeviceKind::kCpu));
   EXPECT_EQ("cpu", GetBackend(Device::Cpu()).name());
   EXPECT_FALSE(HasBackend(DeviceKind::kCuda));
+}
+
+TEST(CpuBackendTest, MemoryRegisteredByLinking) {
+  EXPECT_TRUE(HasDeviceMemory(DeviceKind::kCpu));
+  EXPECT_FALSE(HasDeviceMemory(DeviceKind::kCuda));
+}
+
+TEST(CpuBackendTest, DeviceMemoryCopiesBytesBothWaysAndWithin) {
+  DeviceMemory& memory = GetDeviceMemory(Device::Cpu());
+  const std::vector<uint8_t> source = {1, 2, 3, 250, 0, 7, 9};
+  const size_t nbytes = source.size();
+  void* first = memory.Allocate(Device::Cpu(), nbytes);
+  void* second = memory.Allocate(Device::Cpu(), nbytes);
+  EXPECT_EQ(0u, reinterpret_cast<uintptr_t>(first) % 64);
+  memory.CopyHostToDevice(Device::Cpu(), first, source.data(), nbytes);
+  memory.CopyDeviceToDevice(Device::Cpu(), second, first, nbytes);
+  std::vector<uint8_t> back(nbytes);
+  memory.CopyDeviceToHost(Device::Cpu(), back.data(), second, nbytes);
+  EXPECT_EQ(source, back);
+  memory.Deallocate(Device::Cpu(), first, nbytes);
+  memory.Deallocate(Device::Cpu(), second, nbytes);
+}
+
+TEST(CpuBackendTest, StridedTensorCopiesToHostInRowMajorOrder) {
+  const auto t =
+      Tensor<2>::FromData<float>({1, 2, 3, 4, 5, 6}, {2, 3}).transpose(0, 1);
+  EXPECT_EQ((std::vector<float>{1, 4, 2, 5, 3, 6}), t.to_data<float>());
 }
 
 TEST(CpuBackendTest, RegisteringAgainIsHarmless) {

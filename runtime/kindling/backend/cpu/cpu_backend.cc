@@ -1,38 +1,11 @@
 #include "kindling/backend/cpu/cpu_backend.h"
 
-#include <cstring>
-
-#include "kindling/backend/cpu/cpu_allocator.h"
+#include "kindling/backend/cpu/cpu_device_memory.h"
 #include "kindling/backend/cpu/kernels.h"
-#include "kindling/tensor/storage.h"
+#include "kindling/tensor/device_memory.h"
 #include "kindling/tensor/tensor_base.h"
 
 namespace kindling::cpu {
-
-void* CpuBackend::Allocate(const Device& device, size_t nbytes) {
-  return TheCpuAllocator().Allocate(nbytes);
-}
-
-void CpuBackend::Deallocate(const Device& device, void* data, size_t nbytes) {
-  TheCpuAllocator().Deallocate(data, nbytes);
-}
-
-void CpuBackend::CopyFromHost(const TensorBase& out, const void* host) {
-  std::memcpy(out.data(), host, out.numel() * out.element_size());
-}
-
-void CpuBackend::CopyToHost(void* host, const TensorBase& in) {
-  if (in.is_contiguous()) {
-    std::memcpy(host, in.data(), in.numel() * in.element_size());
-    return;
-  }
-  // Host memory is CPU memory: view it as a tensor and copy strided.
-  const size_t nbytes = in.numel() * in.element_size();
-  const TensorBase target(
-      Storage::Borrow(Device::Cpu(), host, nbytes, nullptr, false), in.dtype(),
-      in.shape(), ContiguousStrides(in.shape()), 0);
-  CopyKernel(target, in);
-}
 
 void CpuBackend::Copy(const TensorBase& out, const TensorBase& in) {
   CopyKernel(out, in);
@@ -83,7 +56,9 @@ void CpuBackend::Gather(const TensorBase& out, const TensorBase& in, int axis,
 }
 
 void RegisterCpuBackend() {
+  static CpuDeviceMemory* const memory = new CpuDeviceMemory();
   static CpuBackend* const backend = new CpuBackend();
+  RegisterDeviceMemory(DeviceKind::kCpu, memory);
   RegisterBackend(DeviceKind::kCpu, backend);
 }
 

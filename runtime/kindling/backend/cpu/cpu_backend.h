@@ -1,8 +1,9 @@
 // CpuBackend: the kernel table for DeviceKind::kCpu.
 //
-// Linking //runtime/kindling/backend/cpu registers it (a static initializer in
-// an alwayslink library), so any program that depends on that target can create
-// CPU tensors; nothing needs to call anything. Kernels parallelize with
+// Linking //runtime/kindling/backend/cpu registers it together with its
+// memory, CpuDeviceMemory (a static initializer in an alwayslink library), so
+// any program that depends on that target can create CPU tensors; nothing
+// needs to call anything. Kernels parallelize with
 // OpenMP over the machine's cores above about 64K elements and run serially
 // below; matmul goes through OpenBLAS. Set OMP_NUM_THREADS to bound the
 // threads.
@@ -18,10 +19,6 @@ namespace kindling::cpu {
 class CpuBackend final : public Backend {
  public:
   std::string_view name() const override { return "cpu"; }
-  void* Allocate(const Device& device, size_t nbytes) override;
-  void Deallocate(const Device& device, void* data, size_t nbytes) override;
-  void CopyFromHost(const TensorBase& out, const void* host) override;
-  void CopyToHost(void* host, const TensorBase& in) override;
   void Copy(const TensorBase& out, const TensorBase& in) override;
   void Fill(const TensorBase& out, double value) override;
   void Unary(UnaryOp op, const TensorBase& out, const TensorBase& in,
@@ -42,7 +39,8 @@ class CpuBackend final : public Backend {
               const TensorBase& index) override;
 };
 
-// RegisterCpuBackend() registers the CPU backend (idempotent). The static
+// RegisterCpuBackend() registers CpuBackend and CpuDeviceMemory
+// (cpu_device_memory.h) for DeviceKind::kCpu (idempotent). The static
 // initializer calls it; call it yourself only if your link drops
 // alwayslink libraries.
 void RegisterCpuBackend();

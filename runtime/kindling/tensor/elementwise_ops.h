@@ -1,0 +1,43 @@
+// Element-wise ops on TensorBase: unary and binary functions (NumPy
+// broadcasting), where/mask_fill, and the in-place writers. See ops.h for
+// the conventions all ops share.
+#ifndef KINDLING_TENSOR_ELEMENTWISE_OPS_H_
+#define KINDLING_TENSOR_ELEMENTWISE_OPS_H_
+
+#include "kindling/tensor/backend.h"
+#include "kindling/tensor/tensor_base.h"
+
+namespace kindling::ops {
+
+// UnaryOpName() / BinaryOpName() are the op names used in messages.
+const char* UnaryOpName(UnaryOp op);
+const char* BinaryOpName(BinaryOp op);
+
+// Unary() applies `op`; kClamp uses [arg0, arg1].
+TensorBase Unary(UnaryOp op, const TensorBase& in, double arg0 = 0,
+                 double arg1 = 0);
+// Binary() applies `op` with NumPy broadcasting; comparisons return Bool.
+TensorBase Binary(BinaryOp op, const TensorBase& lhs, const TensorBase& rhs);
+// BinaryScalar() is Binary() with a rank-0 rhs holding `scalar`.
+TensorBase BinaryScalar(BinaryOp op, const TensorBase& lhs, double scalar);
+// ScalarBinary() is Binary() with a rank-0 lhs holding `scalar`.
+TensorBase ScalarBinary(BinaryOp op, double scalar, const TensorBase& rhs);
+// Where() picks on_true where `condition` (Bool) holds, else on_false; all
+// three broadcast together.
+TensorBase Where(const TensorBase& condition, const TensorBase& on_true,
+                 const TensorBase& on_false);
+// MaskFill() is `in` with `value` where `mask` holds.
+TensorBase MaskFill(const TensorBase& in, const TensorBase& mask, double value);
+
+// --- In place (copy on write for read-only storage) --------------------------
+
+// BinaryInPlace(): self = op(self, other), other broadcast to self's shape.
+void BinaryInPlace(BinaryOp op, TensorBase& self, const TensorBase& other);
+// FillInPlace(): every element of self <- value.
+void FillInPlace(TensorBase& self, double value);
+// AssignInPlace(): self <- src (broadcast, converted to self's dtype).
+void AssignInPlace(TensorBase& self, const TensorBase& src);
+
+}  // namespace kindling::ops
+
+#endif  // KINDLING_TENSOR_ELEMENTWISE_OPS_H_

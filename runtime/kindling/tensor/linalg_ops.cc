@@ -1,0 +1,62 @@
+#include "kindling/tensor/linalg_ops.h"
+
+#include <cstdint>
+#include <string>
+
+#include "kindling/core/check.h"
+#include "kindling/tensor/backend.h"
+#include "kindling/tensor/op_checks.h"
+
+namespace kindling::ops {
+
+using internal::CheckDefined;
+using internal::CheckSameDevice;
+using internal::ComputeDType;
+
+TensorBase Matmul(const TensorBase& lhs, const TensorBase& rhs) {
+  CheckDefined(lhs, "matmul");
+  CheckDefined(rhs, "matmul");
+  CheckSameDevice(lhs, rhs, "matmul");
+  KINDLING_CHECK(lhs.rank() >= 2 && rhs.rank() >= 2,
+                 "matmul: needs rank >= 2, got shapes %s and %s",
+                 lhs.shape().ToString(), rhs.shape().ToString());
+  KINDLING_CHECK(lhs.dtype() == rhs.dtype(),
+                 "matmul: dtypes differ, %s%s vs %s%s",
+                 std::string(DTypeName(lhs.dtype())), lhs.shape().ToString(),
+                 std::string(DTypeName(rhs.dtype())), rhs.shape().ToString());
+  KINDLING_CHECK(lhs.dtype() != DType::kBool, "matmul: bool tensors %s and %s",
+                 lhs.shape().ToString(), rhs.shape().ToString());
+  const int64_t m = lhs.shape()[lhs.rank() - 2];
+  const int64_t k = lhs.shape()[lhs.rank() - 1];
+  const int64_t k2 = rhs.shape()[rhs.rank() - 2];
+  const int64_t n = rhs.shape()[rhs.rank() - 1];
+  KINDLING_CHECK(k == k2, "matmul: inner dimensions differ, shapes %s and %s",
+                 lhs.shape().ToString(), rhs.shape().ToString());
+  const Shape lhs_batch(lhs.shape().dims().first(lhs.rank() - 2));
+  const Shape rhs_batch(rhs.shape().dims().first(rhs.rank() - 2));
+  Shape batch;
+  KINDLING_CHECK(BroadcastShapes(lhs_batch, rhs_batch, &batch),
+                 "matmul: batch dimensions of shapes %s and %s cannot be "
+                 "broadcast",
+                 lhs.shape().ToString(), rhs.shape().ToString());
+  Shape lhs_shape = batch, rhs_shape = batch, out_shape = batch;
+  lhs_shape.push_back(m);
+  lhs_shape.push_back(k);
+  rhs_shape.push_back(k);
+  rhs_shape.push_back(n);
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+  const DType compute = ComputeDType(lhs.dtype());
+  TensorBase result = TensorBase::Empty(out_shape, compute, lhs.device());
+  if (result.numel() == 0) return result.To(lhs.dtype());
+  if (k == 0) {
+    GetBackend(lhs.device()).Fill(result, 0.0);
+  } else {
+    GetBackend(lhs.device())
+        .Matmul(result, lhs.To(compute).Expand(lhs_shape),
+                rhs.To(compute).Expand(rhs_shape));
+  }
+  return result.To(lhs.dtype());
+}
+
+}  // namespace kindling::ops
