@@ -279,7 +279,7 @@ double ConvertHalfSeconds(int64_t count, int repetitions, bool vectorized) {
     }
     best = std::min(best, Seconds(start));
   }
-  if (destination[count - 1] != static_cast<float>((count - 1) % 4096) / 64) {
+  if (destination[count - 1] != kindling::HalfBitsToFloat(source[count - 1])) {
     std::abort();
   }
   return best;

@@ -14,8 +14,9 @@
 // f16 <-> f32 uses the F16C instructions and bf16 <-> f32 AVX2 integer code
 // when the build targets them (x86-64-v3 does); other builds, and the tails
 // shorter than a vector, run the scalar reference. The loops are memory
-// bound: a conversion moves at least as many bytes as a memcpy of the output,
-// and reaches about that speed (see benches/load_bench).
+// bound: f16 -> f32 into a cache-cold buffer runs at about the speed of a
+// memcpy of the output (benches/load_bench), so AVX-512, which would need
+// run-time dispatch in an x86-64-v3 build, is not used.
 //
 //   std::vector<uint16_t> halves(n);
 //   kindling::ConvertFloatSpan(halves.data(), kindling::DType::kF16,
