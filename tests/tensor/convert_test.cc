@@ -114,6 +114,59 @@ TEST(ConvertTest, ConvertingNonContiguousInput) {
             t.to(DType::kF64).to_data<double>());
 }
 
+// Every f16 and bf16 bit pattern, widened by the contiguous (vectorized)
+// kernel and by the strided (scalar) one: both equal the reference in
+// half.h bit for bit, signalling NaNs included.
+TEST(ConvertTest, EverySixteenBitPatternWidensTheSameContiguousOrStrided) {
+  std::vector<Half> halves(65536);
+  std::vector<BFloat16> bfloats(65536);
+  for (uint32_t bits = 0; bits < 65536; ++bits) {
+    halves[bits] = Half::FromBits(static_cast<uint16_t>(bits));
+    bfloats[bits] = BFloat16::FromBits(static_cast<uint16_t>(bits));
+  }
+  const auto f16 = Tensor<2>::FromData(halves, {256, 256});
+  const auto bf16 = Tensor<2>::FromData(bfloats, {256, 256});
+  auto widen = [](const Tensor<2>& t) {
+    std::vector<uint32_t> bits(t.numel());
+    t.to(DType::kF32).contiguous().base().CopyToHost(bits.data());
+    return bits;
+  };
+  const auto f16_contiguous = widen(f16);
+  const auto f16_strided = widen(f16.t().t().t());  // element (i, j) at [j, i]
+  const auto bf16_contiguous = widen(bf16);
+  for (uint32_t bits = 0; bits < 65536; ++bits) {
+    const uint32_t transposed = (bits % 256) * 256 + bits / 256;
+    ASSERT_EQ(std::bit_cast<uint32_t>(HalfBitsToFloat(bits)),
+              f16_contiguous[bits])
+        << std::hex << bits;
+    ASSERT_EQ(f16_contiguous[bits], f16_strided[transposed])
+        << std::hex << bits;
+    ASSERT_EQ(std::bit_cast<uint32_t>(BFloat16BitsToFloat(bits)),
+              bf16_contiguous[bits])
+        << std::hex << bits;
+  }
+}
+
+TEST(ConvertTest, F32ToBF16VectorAndTailMatchTheScalarReference) {
+  // 1003 values: vectors of 8 and a 3-element scalar tail.
+  std::vector<float> values{kNan,
+                            -kInf,
+                            std::bit_cast<float>(0x7f800001u),
+                            std::bit_cast<float>(0x3f808000u),   // tie, even
+                            std::bit_cast<float>(0x3f818000u),   // tie, odd
+                            std::bit_cast<float>(0x7f7fffffu)};  // to inf
+  Generator generator(2);
+  while (values.size() < 1003) {
+    values.push_back(static_cast<float>((generator.NextUniform() - 0.5) * 1e6));
+  }
+  const auto t =
+      Tensor<1>::FromData(values, {static_cast<int64_t>(values.size())});
+  const auto bits = Bits(t.to(DType::kBF16));
+  for (size_t i = 0; i < values.size(); ++i) {
+    EXPECT_EQ(FloatToBFloat16Bits(values[i]), bits[i]) << i;
+  }
+}
+
 TEST(ConvertTest, SameDTypeIsFree) {
   const auto t = Tensor<1>::Ones({4});
   EXPECT_TRUE(t.to(DType::kF32).shares_storage_with(t));

@@ -1,17 +1,49 @@
 // AtomicFile: write a file so that readers see the old contents or the new,
-// never a torn mix.
-//
-// Create() opens a temporary file beside the target (same directory, so the
-// final rename stays on one file system). Write() appends; Commit() flushes,
-// fsyncs the file, renames it over the target and fsyncs the directory so the
-// rename itself survives a crash. If the writer is destroyed without a
-// successful Commit() (an error, an early return), the temporary file is
-// removed and the target is untouched. A process killed mid-write leaves at
-// most a stray `<target>.tmp.<16 hex digits>`, never a partial target.
+// never a torn mix, and so that a crashed writer leaves no debris behind.
 //
 //   absl::StatusOr<AtomicFile> file = AtomicFile::Create("model.safetensors");
 //   RETURN_IF_ERROR(file->Write(header));
 //   RETURN_IF_ERROR(file->Commit());
+//
+// Guarantees, for a writer killed at any moment (SIGKILL, OOM, preemption):
+//
+//   * The target is always a complete file: the old one until Commit()'s
+//     rename, the new one after it. Commit() fsyncs the data before the
+//     rename and the directory after it, so this also holds across a power
+//     loss.
+//   * Nothing is left behind while the data is being written. Where the file
+//     system supports O_TMPFILE (ext4, xfs, btrfs, tmpfs), the data goes to
+//     an unnamed inode in the target's directory, which the kernel frees
+//     when its last descriptor closes, so a crash mid-write leaks nothing.
+//     Commit() then links the inode to a temporary name and renames that
+//     over the target; only a crash in the few microseconds between the link
+//     and the rename leaves a (complete) temporary file.
+//   * Whatever a crash does leave is removed by the next Create() for the
+//     same target. Temporary files are named `<target>.tmp.<pid>.<16 hex>`,
+//     and their writer holds an exclusive flock() on them from creation
+//     until after the rename. Create() removes each file so named whose
+//     lock it can take: a lock is released when its owner exits however it
+//     exits, so a lock that can be taken belongs to no live writer. A live
+//     writer's temporary file, in this process or another, is never removed.
+//     (A named file is locked right after it is created; should a cleaner
+//     remove it in between, before any data is written, the writer sees its
+//     name gone and picks another. Files named `<target>.tmp.<16 hex>`, as
+//     versions before this one named them without a lock, count as stale.)
+//
+// Where O_TMPFILE is unsupported (the kernel or file system answers
+// EOPNOTSUPP, EISDIR or EINVAL: FUSE, older NFS, overlayfs on some kernels)
+// or /proc is not mounted, Create() falls back to a named temporary file
+// from the start. A crash mid-write then leaves that file, which the next
+// save removes as above. On file systems without flock() (some network file
+// systems answer ENOLCK) no lock can be taken, so nothing is ever removed
+// there: stale files may stay, but a live writer's never goes.
+//
+// If the writer is destroyed without a successful Commit() (an error, an
+// early return), its temporary file is removed and the target untouched.
+//
+// Thread safety: an AtomicFile is used by one thread at a time; several
+// AtomicFiles may write the same target concurrently (the last Commit()
+// wins, each leaves a complete file).
 #ifndef KINDLING_RECORD_ATOMIC_FILE_H_
 #define KINDLING_RECORD_ATOMIC_FILE_H_
 
@@ -25,7 +57,16 @@ namespace kindling::record {
 
 class AtomicFile {
  public:
-  static absl::StatusOr<AtomicFile> Create(const std::string& target);
+  // TempFile picks how the data is staged until Commit(). kUnnamed (the
+  // default) uses O_TMPFILE where it works and kNamed where it does not;
+  // kNamed always uses a named, locked temporary file (for tests of the
+  // fallback, and for callers that want to see the file while it grows).
+  enum class TempFile { kUnnamed, kNamed };
+
+  // Create() removes stale temporary files of `target` (see above) and opens
+  // a new one in the target's directory. Errors name the target.
+  [[nodiscard]] static absl::StatusOr<AtomicFile> Create(
+      const std::string& target, TempFile temp_file = TempFile::kUnnamed);
 
   AtomicFile(AtomicFile&& other) noexcept;
   AtomicFile& operator=(AtomicFile&&) = delete;
@@ -38,17 +79,27 @@ class AtomicFile {
     return Write(bytes.data(), bytes.size());
   }
 
-  // Commit() makes the written bytes the target's contents, durably.
+  // Commit() makes the written bytes the target's contents, durably. Call it
+  // at most once.
   [[nodiscard]] absl::Status Commit();
 
+  // temp_path() is the temporary file's name, or "" while the data sits in
+  // an unnamed O_TMPFILE inode.
   const std::string& temp_path() const { return temp_path_; }
 
  private:
   AtomicFile(std::string target, std::string temp_path, int fd)
       : target_(std::move(target)), temp_path_(std::move(temp_path)), fd_(fd) {}
 
+  // LinkUnnamed() gives the O_TMPFILE inode a temporary name in the target's
+  // directory (temp_path_).
+  [[nodiscard]] absl::Status LinkUnnamed();
+
   std::string target_;
+  // Empty while the data is in an unnamed inode.
   std::string temp_path_;
+  // The temporary file, open for writing and holding its flock() until the
+  // AtomicFile is destroyed, which is after Commit()'s rename.
   int fd_ = -1;
   bool committed_ = false;
 };

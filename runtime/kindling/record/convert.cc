@@ -4,7 +4,8 @@
 #include <cstring>
 
 #include "kindling/record/safetensors.h"
-#include "kindling/tensor/half.h"
+#include "kindling/tensor/convert_span.h"
+#include "kindling/tensor/dtype.h"
 
 namespace kindling::record {
 namespace {
@@ -44,69 +45,19 @@ void StoreUnaligned(uint8_t* p, T value) {
   std::memcpy(p, &value, sizeof(T));
 }
 
-// Float-family element access through float (exact for F16/BF16/F32) or
-// double (F64).
-struct F16Io {
-  static constexpr size_t kSize = 2;
-  static float Read(const uint8_t* p) {
-    return HalfBitsToFloat(LoadUnaligned<uint16_t>(p));
-  }
-  static void Write(uint8_t* p, float v) {
-    StoreUnaligned(p, FloatToHalfBits(v));
-  }
-  static void Write(uint8_t* p, double v) {
-    StoreUnaligned(p, DoubleToHalfBits(v));
-  }
-};
-struct BF16Io {
-  static constexpr size_t kSize = 2;
-  static float Read(const uint8_t* p) {
-    return BFloat16BitsToFloat(LoadUnaligned<uint16_t>(p));
-  }
-  static void Write(uint8_t* p, float v) {
-    StoreUnaligned(p, FloatToBFloat16Bits(v));
-  }
-  static void Write(uint8_t* p, double v) {
-    StoreUnaligned(p, DoubleToBFloat16Bits(v));
-  }
-};
-struct F32Io {
-  static constexpr size_t kSize = 4;
-  static float Read(const uint8_t* p) { return LoadUnaligned<float>(p); }
-  static void Write(uint8_t* p, float v) { StoreUnaligned(p, v); }
-  static void Write(uint8_t* p, double v) {
-    StoreUnaligned(p, static_cast<float>(v));
-  }
-};
-struct F64Io {
-  static constexpr size_t kSize = 8;
-  static double Read(const uint8_t* p) { return LoadUnaligned<double>(p); }
-  static void Write(uint8_t* p, float v) {
-    StoreUnaligned(p, static_cast<double>(v));
-  }
-  static void Write(uint8_t* p, double v) { StoreUnaligned(p, v); }
-};
-
-template <class From, class To>
-void ConvertLoop(const uint8_t* src, uint8_t* dst, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    To::Write(dst + i * To::kSize, From::Read(src + i * From::kSize));
-  }
-}
-
-template <class From>
-void ConvertFloatTo(const uint8_t* src, uint8_t* dst, DT to, size_t count) {
-  switch (to) {
+// FloatingDType() is the tensor DType of a floating safetensors dtype, the
+// format ConvertFloatSpan() takes. REQUIRES: IsFloating(dtype).
+DType FloatingDType(DT dtype) {
+  switch (dtype) {
     case DT::kF16:
-      return ConvertLoop<From, F16Io>(src, dst, count);
+      return DType::kF16;
     case DT::kBF16:
-      return ConvertLoop<From, BF16Io>(src, dst, count);
-    case DT::kF32:
-      return ConvertLoop<From, F32Io>(src, dst, count);
+      return DType::kBF16;
     case DT::kF64:
-      return ConvertLoop<From, F64Io>(src, dst, count);
+      return DType::kF64;
+    case DT::kF32:
     default:
-      return;
+      return DType::kF32;
   }
 }
 
@@ -178,17 +129,11 @@ void ConvertElements(const void* src, SafetensorsDType from, void* dst,
     std::memcpy(out, in, count * SafetensorsDTypeSize(from));
     return;
   }
-  switch (from) {
-    case DT::kF16:
-      return ConvertFloatTo<F16Io>(in, out, to, count);
-    case DT::kBF16:
-      return ConvertFloatTo<BF16Io>(in, out, to, count);
-    case DT::kF32:
-      return ConvertFloatTo<F32Io>(in, out, to, count);
-    case DT::kF64:
-      return ConvertFloatTo<F64Io>(in, out, to, count);
-    default:
-      break;
+  // Floating types share the CPU backend's conversion, so a checkpoint
+  // converted on load or save has the bits Tensor::to would give.
+  if (IsFloating(from)) {
+    ConvertFloatSpan(out, FloatingDType(to), in, FloatingDType(from), count);
+    return;
   }
   const size_t in_size = SafetensorsDTypeSize(from);
   const size_t out_size = SafetensorsDTypeSize(to);

@@ -4,7 +4,9 @@
 // Loading converts a checkpoint's dtype to the module's (an f16 file into f32
 // parameters) without a staging copy, and saving converts f32 parameters to
 // f16/bf16 chunk by chunk. Floating types (F16, BF16, F32, F64) convert among
-// themselves, rounding to nearest-even (see kindling/tensor/half.h); integer
+// themselves with ConvertFloatSpan (kindling/tensor/convert_span.h), the
+// vectorized conversion Tensor::to uses, so the bits match it and the scalar
+// reference in kindling/tensor/half.h (round to nearest even); integer
 // types (U8..I64, BOOL) among themselves (two's-complement wrap, nonzero ->
 // true for BOOL). Float <-> integer is refused: a checkpoint that stores
 // indices as floats is a mistake to report, not to paper over.

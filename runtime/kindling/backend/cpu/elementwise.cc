@@ -14,6 +14,7 @@
 #include "kindling/backend/cpu/strided.h"
 #include "kindling/backend/cpu/vector_math.h"
 #include "kindling/core/check.h"
+#include "kindling/tensor/convert_span.h"
 
 #if defined(__AVX__)
 #include <immintrin.h>
@@ -73,34 +74,22 @@ void StreamingLoop(TOut* out, int64_t count, const Fill& fill) {
 
 // --- Copy and conversion -------------------------------------------------
 
+// kIsFloatingElement<T>: f32, f64, f16 or bf16 storage.
+template <class T>
+inline constexpr bool kIsFloatingElement =
+    std::is_floating_point_v<T> || kIsHalfType<T>;
+
 template <class To, class From>
 void ConvertSegment(To* out, int64_t out_stride, const From* in,
                     int64_t in_stride, int64_t count) {
   if (out_stride == 1 && in_stride == 1) {
-#if defined(__F16C__)
-    // F16C rounds to nearest even and quiets NaNs exactly like the scalar
-    // reference in half.h (tests compare the two bit for bit).
-    if constexpr (std::is_same_v<To, Half> && std::is_same_v<From, float>) {
-      int64_t i = 0;
-      for (; i + 8 <= count; i += 8) {
-        const __m128i halves =
-            _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), halves);
-      }
-      for (; i < count; ++i) out[i] = Convert<To>(in[i]);
+    // Contiguous floating runs take the shared span conversion (F16C/AVX2),
+    // the same code the checkpoint reader and writer use.
+    if constexpr (kIsFloatingElement<To> && kIsFloatingElement<From>) {
+      ConvertFloatSpan(out, DTypeOfHost<To>::value, in,
+                       DTypeOfHost<From>::value, static_cast<size_t>(count));
       return;
     }
-    if constexpr (std::is_same_v<To, float> && std::is_same_v<From, Half>) {
-      int64_t i = 0;
-      for (; i + 8 <= count; i += 8) {
-        const __m128i halves =
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
-        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(halves));
-      }
-      for (; i < count; ++i) out[i] = Convert<To>(in[i]);
-      return;
-    }
-#endif
     for (int64_t i = 0; i < count; ++i) out[i] = Convert<To>(in[i]);
     return;
   }
