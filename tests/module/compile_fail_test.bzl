@@ -6,30 +6,19 @@ its runfiles, so it can compile snippets that are meant to fail and check the
 compiler's message.
 """
 
-def _runfiles_path(ctx, path):
-    """Maps an exec-root path (from CcInfo) to its place in the runfiles tree."""
-    bin_dir = ctx.bin_dir.path
-    if path == bin_dir:
-        return "."
-    if path.startswith(bin_dir + "/"):
-        return path[len(bin_dir) + 1:]
-    if path.startswith("external/"):
-        return "../" + path[len("external/"):]
-    return path
+load("//codegen:defs.bzl", "kindling_compiler_flags", "runfiles_path")
 
 def _compile_fail_test_impl(ctx):
     compilation_context = cc_common.merge_cc_infos(
         cc_infos = [dep[CcInfo] for dep in ctx.attr.deps],
     ).compilation_context
-    flags = ["-iquote", "."]
-    for path in compilation_context.quote_includes.to_list():
-        flags += ["-iquote", _runfiles_path(ctx, path)]
-    for path in compilation_context.includes.to_list():
-        flags += ["-I", _runfiles_path(ctx, path)]
-    for path in compilation_context.system_includes.to_list():
-        flags += ["-isystem", _runfiles_path(ctx, path)]
-    for define in compilation_context.defines.to_list():
-        flags.append("-D" + define)
+    # The flags kindling-gen parses with are plain C++ flags but for the
+    # header mode and Clang's resource dir, which g++ does not take.
+    flags = [
+        runfiles_path(ctx.bin_dir.path, flag)
+        for flag in kindling_compiler_flags(compilation_context, ctx.bin_dir.path)
+        if not flag.startswith("-resource-dir=") and flag != "-xc++-header"
+    ]
     wrapper = ctx.actions.declare_file(ctx.label.name + "_compiler_env.sh")
     ctx.actions.write(
         output = wrapper,
