@@ -77,6 +77,17 @@ def _generated_name(ctx, header):
             return path[:-len(extension)] + ".kindling.h"
     fail("%s: %s is not a header (%s)" % (ctx.label, path, ", ".join(_HEADER_EXTENSIONS)))
 
+def runfiles_path(bin_dir_path, path):
+    """Maps an exec-root path (from CcInfo) to its place in a runfiles tree,
+    for tests that run a compiler on the headers of their deps."""
+    if path == bin_dir_path:
+        return "."
+    if path.startswith(bin_dir_path + "/"):
+        return path[len(bin_dir_path) + 1:]
+    if path.startswith("external/"):
+        return "../" + path[len("external/"):]
+    return path
+
 def kindling_compiler_flags(compilation_context, bin_dir_path, copts = []):
     """The flags kindling-gen passes to Clang after `--`.
 

@@ -37,6 +37,17 @@ bool IsElementContainer(llvm::StringRef name) {
          name == "std::optional";
 }
 
+// Tuples whose elements the runtime walks one by one (paths ".0", ".1").
+bool IsTuple(llvm::StringRef name) {
+  return name == "std::tuple" || name == "std::pair";
+}
+
+bool IsMonostate(clang::QualType type) {
+  const clang::CXXRecordDecl* record = type->getAsCXXRecordDecl();
+  return record != nullptr && record->isInStdNamespace() &&
+         record->getName() == "monostate";
+}
+
 bool IsSmartPointer(llvm::StringRef name) {
   return name == "std::unique_ptr" || name == "std::shared_ptr" ||
          name == "std::weak_ptr";
@@ -131,6 +142,9 @@ FieldClass FieldClassifier::ClassifyRecord(const clang::CXXRecordDecl* record) {
       clang::QualType constant_alternative;
       for (const clang::TemplateArgument& alternative :
            arguments[0].pack_elements()) {
+        // std::monostate is the empty alternative: it holds nothing and
+        // needs nothing saved, beside any alternatives.
+        if (IsMonostate(alternative.getAsType())) continue;
         const FieldClass alternative_class = Classify(alternative.getAsType());
         switch (alternative_class.kind) {
           case FieldKind::kConstant:
@@ -150,6 +164,7 @@ FieldClass FieldClassifier::ClassifyRecord(const clang::CXXRecordDecl* record) {
       }
       return result;
     }
+    if (IsTuple(name)) return ClassifyElements(specialization);
     if (record->isInStdNamespace()) {
       return ClassifyTemplateArguments(
           specialization, IsSmartPointer(name) ? UnsupportedHint::kSmartPointer
@@ -193,6 +208,28 @@ void FieldClassifier::Submodules(
       }
     }
   }
+}
+
+FieldClass FieldClassifier::ClassifyElements(
+    const clang::ClassTemplateSpecializationDecl* specialization) {
+  FieldClass result;
+  for (const clang::TemplateArgument& argument :
+       specialization->getTemplateArgs().asArray()) {
+    llvm::ArrayRef<clang::TemplateArgument> elements = argument;
+    if (argument.getKind() == clang::TemplateArgument::Pack) {
+      elements = argument.pack_elements();
+    }
+    for (const clang::TemplateArgument& element : elements) {
+      if (element.getKind() != clang::TemplateArgument::Type) continue;
+      const FieldClass element_class = Classify(element.getAsType());
+      if (element_class.kind == FieldKind::kParametric) {
+        result.kind = FieldKind::kParametric;
+      } else if (element_class.kind != FieldKind::kConstant) {
+        return element_class;
+      }
+    }
+  }
+  return result;
 }
 
 FieldClass FieldClassifier::ClassifyTemplateArguments(

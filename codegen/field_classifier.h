@@ -4,9 +4,12 @@
 //   * parametric: a leaf (kindling::Param<T>, kindling::Buffer<T>), a
 //     submodule (a struct marked KINDLING_MODULE, or a specialization of a
 //     marked class template), std::vector / std::array / std::optional of a
-//     parametric type, a std::variant whose alternatives are all parametric,
-//     or, inside a class template, any dependent type (the runtime sorts those
-//     out when the template is instantiated);
+//     parametric type, a std::variant whose alternatives are all parametric
+//     (std::monostate may stand beside them as the empty alternative), a
+//     std::tuple or std::pair with a parametric element (constant elements
+//     are kept, not saved), or, inside a class template, any dependent type
+//     (the runtime sorts those out when the template is instantiated, and
+//     refuses at compile time what it cannot walk);
 //   * constant: a type that holds no parameters at all (numbers, enums,
 //     strings, unmarked config structs);
 //   * a mistake: a type that holds parameters in a way the runtime cannot walk
@@ -40,8 +43,8 @@ enum class FieldKind {
   kUnsupported,
   // A struct that holds parameters but is not marked; see `unmarked_record`.
   kUnmarkedModule,
-  // A std::variant with an alternative that holds no parameters; see
-  // `constant_alternative`.
+  // A std::variant with an alternative that holds no parameters and is not
+  // std::monostate; see `constant_alternative`.
   kMixedVariant,
 };
 
@@ -50,7 +53,7 @@ enum class UnsupportedHint {
   kPointer,       // raw pointers and references
   kSmartPointer,  // std::unique_ptr, std::shared_ptr, std::weak_ptr
   kCArray,        // T[N]
-  kContainer,     // std::map, std::list, std::deque, std::pair, ...
+  kContainer,     // std::map, std::list, std::deque, std::set, ...
   kUnion,         // a union holding parameters
 };
 
@@ -83,6 +86,9 @@ class FieldClassifier {
 
  private:
   FieldClass ClassifyRecord(const clang::CXXRecordDecl* record);
+  // ClassifyElements: a tuple or pair; parametric if an element is.
+  FieldClass ClassifyElements(
+      const clang::ClassTemplateSpecializationDecl* specialization);
   FieldClass ClassifyTemplateArguments(
       const clang::ClassTemplateSpecializationDecl* specialization,
       UnsupportedHint hint);

@@ -5,121 +5,29 @@
 
 #include "clang/AST/Attr.h"
 #include "clang/AST/DeclTemplate.h"
-#include "clang/AST/PrettyPrinter.h"
-#include "clang/AST/QualTypeNames.h"
 #include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Basic/SourceManager.h"
-#include "clang/Lex/HeaderSearch.h"
-#include "clang/Lex/Lexer.h"
+#include "codegen/declaration_names.h"
+#include "codegen/diagnostics.h"
 #include "codegen/field_classifier.h"
-#include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/SmallPtrSet.h"
+#include "codegen/submodule_traits.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Support/raw_ostream.h"
 
 namespace kindling::codegen {
 namespace {
 
 constexpr llvm::StringRef kModuleAnnotation = "kindling::module";
 
-// The diagnostics kindling-gen reports, registered once per run.
-struct Diagnostics {
-  explicit Diagnostics(clang::DiagnosticsEngine& engine) : engine(engine) {
-    using Level = clang::DiagnosticsEngine::Level;
-    // Custom warnings ignore -Werror and -w, so apply both here.
-    const Level warning =
-        engine.getWarningsAsErrors() ? Level::Error : Level::Warning;
-    warnings_enabled = !engine.getIgnoreAllWarnings();
-    duplicate_mark = engine.getCustomDiagID(
-        Level::Error, "duplicate KINDLING_MODULE on '%0'");
-    previous_mark =
-        engine.getCustomDiagID(Level::Note, "first KINDLING_MODULE is here");
-    union_module = engine.getCustomDiagID(
-        Level::Error,
-        "KINDLING_MODULE on union '%0'; modules must be structs or classes at "
-        "namespace scope");
-    nested_module = engine.getCustomDiagID(
-        Level::Error,
-        "KINDLING_MODULE on nested class '%0'; modules must be structs or "
-        "classes at namespace scope");
-    specialization_module = engine.getCustomDiagID(
-        Level::Error,
-        "KINDLING_MODULE on a specialization of '%0'; mark the primary "
-        "template instead");
-    record_name_taken = engine.getCustomDiagID(
-        Level::Error,
-        "'%0' is already declared; kindling-gen defines it as the record of "
-        "module '%1'");
-    declared_here =
-        engine.getCustomDiagID(Level::Note, "'%0' is declared here");
-    base_with_parameters = engine.getCustomDiagID(
-        Level::Error,
-        "base class %0 of module '%1' holds parameters; make it a field");
-    unsupported_type = engine.getCustomDiagID(
-        Level::Error,
-        "field '%0' has unsupported type %1; its parameters cannot be visited "
-        "or saved");
-    hint_pointer = engine.getCustomDiagID(
-        Level::Note, "hold it by value: a module owns its parameters");
-    hint_smart_pointer = engine.getCustomDiagID(
-        Level::Note,
-        "hold it by value, or in std::optional<...> if it may be absent");
-    hint_c_array = engine.getCustomDiagID(Level::Note, "use std::array<...>");
-    hint_container = engine.getCustomDiagID(
-        Level::Note, "use std::vector<...> or std::array<...>");
-    hint_union = engine.getCustomDiagID(Level::Note, "use std::variant<...>");
-    unmarked_module = engine.getCustomDiagID(
-        Level::Error,
-        "field '%0' has type %1, which holds parameters but is not marked "
-        "KINDLING_MODULE");
-    unmarked_element = engine.getCustomDiagID(
-        Level::Error,
-        "field '%0' has type %1, which holds parameters through '%2', a "
-        "struct not marked KINDLING_MODULE");
-    add_mark =
-        engine.getCustomDiagID(Level::Note, "add KINDLING_MODULE to '%0'");
-    mixed_variant = engine.getCustomDiagID(
-        Level::Error,
-        "field '%0' has unsupported type %1; every alternative of a "
-        "std::variant must hold parameters, or none");
-    constant_alternative = engine.getCustomDiagID(
-        Level::Note, "alternative %0 holds no parameters");
-    anonymous_member = engine.getCustomDiagID(
-        Level::Error,
-        "anonymous member of module '%0' holds parameters; give it a name and "
-        "a type marked KINDLING_MODULE");
-    not_public = engine.getCustomDiagID(
-        Level::Error,
-        "field '%0' of module '%1' is not public; generated code reads it "
-        "directly");
-    make_public = engine.getCustomDiagID(
-        Level::Note, "make it public, or mark it KINDLING_SKIP");
-    const_parametric = engine.getCustomDiagID(
-        Level::Error,
-        "field '%0' holds parameters but is const; loading a record assigns "
-        "to it");
-    missing_traits = engine.getCustomDiagID(
-        Level::Error,
-        "field '%0' holds module '%1', which has no ModuleTraits here: '%2' "
-        "was not found");
-    generate_traits = engine.getCustomDiagID(
-        Level::Note,
-        "generate it with kindling_module_library over this header (and add "
-        "that library to deps), or specialize kindling::ModuleTraits here");
-    no_parameters = engine.getCustomDiagID(
-        warning, "module '%0' has no fields that hold parameters");
+// The declaration that is a class member when `record` is nested: the class
+// template it describes, if any (access is recorded there), else itself.
+const clang::NamedDecl* MemberDeclaration(const clang::CXXRecordDecl* record) {
+  if (const clang::ClassTemplateDecl* described =
+          record->getDescribedClassTemplate()) {
+    return described;
   }
-
-  clang::DiagnosticsEngine& engine;
-  bool warnings_enabled;
-  unsigned duplicate_mark, previous_mark, union_module, nested_module,
-      specialization_module, record_name_taken, declared_here,
-      base_with_parameters, unsupported_type, hint_pointer, hint_smart_pointer,
-      hint_c_array, hint_container, hint_union, unmarked_module,
-      unmarked_element, add_mark, mixed_variant, constant_alternative,
-      anonymous_member, not_public, make_public, const_parametric,
-      missing_traits, generate_traits, no_parameters;
-};
+  return record;
+}
 
 class ModuleCollector : public clang::RecursiveASTVisitor<ModuleCollector> {
  public:
@@ -127,22 +35,21 @@ class ModuleCollector : public clang::RecursiveASTVisitor<ModuleCollector> {
                   clang::DiagnosticsEngine& diagnostics,
                   const std::vector<std::string>& sibling_includes)
       : context_(context),
-        preprocessor_(preprocessor),
-        sibling_includes_(sibling_includes),
         source_manager_(context.getSourceManager()),
         diagnostics_(diagnostics),
         classifier_(context),
-        policy_(context.getLangOpts()) {
-    policy_.SuppressUnwrittenScope = true;
-    policy_.SuppressInlineNamespace = true;
-    policy_.AnonymousTagLocations = false;
-    policy_.FullyQualifiedName = true;
-  }
+        names_(context),
+        submodule_traits_(context, preprocessor, sibling_includes) {}
 
   std::vector<Module> TakeModules() { return std::move(modules_); }
   std::vector<std::string> TakeSubmoduleIncludes() {
     return std::move(submodule_includes_);
   }
+
+  // A nested module is visited before the class around it: when that class
+  // is a module too, its record names the nested module's record, which
+  // needs the nested module's traits emitted first.
+  bool shouldTraversePostOrder() const { return true; }
 
   // Only the main file's declarations matter; skipping everything else (the
   // whole standard library) keeps the walk cheap.
@@ -163,28 +70,25 @@ class ModuleCollector : public clang::RecursiveASTVisitor<ModuleCollector> {
     const auto marks = ModuleMarks(record);
     if (marks.empty()) return true;
     if (marks.size() > 1) {
-      Report(marks[1]->getLocation(), diagnostics_.duplicate_mark)
-          << QualifiedName(record);
-      Report(marks[0]->getLocation(), diagnostics_.previous_mark);
+      Report(marks[1]->getLocation(), Diagnostic::kDuplicateMark)
+          << names_.QualifiedName(record);
+      Report(marks[0]->getLocation(), Diagnostic::kPreviousMark);
       return true;
     }
     if (record->isUnion()) {
-      Report(record->getLocation(), diagnostics_.union_module)
-          << QualifiedName(record);
+      Report(record->getLocation(), Diagnostic::kUnionModule)
+          << names_.QualifiedName(record);
       return true;
     }
-    if (!record->getDeclContext()->getRedeclContext()->isFileContext()) {
-      Report(record->getLocation(), diagnostics_.nested_module)
-          << QualifiedName(record);
-      return true;
-    }
+    std::vector<std::string> enclosing_classes;
+    if (!CheckEnclosingClasses(record, enclosing_classes)) return true;
     if (const auto* specialization =
             llvm::dyn_cast<clang::ClassTemplateSpecializationDecl>(record)) {
-      Report(record->getLocation(), diagnostics_.specialization_module)
-          << QualifiedName(specialization->getSpecializedTemplate());
+      Report(record->getLocation(), Diagnostic::kSpecializationModule)
+          << names_.QualifiedName(specialization->getSpecializedTemplate());
       return true;
     }
-    CollectModule(record);
+    CollectModule(record, std::move(enclosing_classes));
     return true;
   }
 
@@ -212,42 +116,101 @@ class ModuleCollector : public clang::RecursiveASTVisitor<ModuleCollector> {
     return marks;
   }
 
-  void CollectModule(const clang::CXXRecordDecl* record) {
+  // Whether generated code at namespace scope can name `record`: every class
+  // it is nested in must be named, not a template, and give public access.
+  // Fills `enclosing_classes`, outermost first.
+  bool CheckEnclosingClasses(const clang::CXXRecordDecl* record,
+                             std::vector<std::string>& enclosing_classes) {
+    const clang::NamedDecl* member = MemberDeclaration(record);
+    for (const clang::DeclContext* scope = record->getDeclContext();
+         !scope->isFileContext(); scope = scope->getParent()) {
+      if (scope->isFunctionOrMethod()) {
+        Report(record->getLocation(), Diagnostic::kLocalModule)
+            << names_.QualifiedName(record);
+        return false;
+      }
+      const auto* outer = llvm::dyn_cast<clang::CXXRecordDecl>(scope);
+      if (outer == nullptr) continue;  // extern "C++" { ... } and the like
+      if (outer->isDependentContext() ||
+          llvm::isa<clang::ClassTemplateSpecializationDecl>(outer)) {
+        Report(record->getLocation(), Diagnostic::kNestedInTemplate)
+            << names_.QualifiedName(record) << names_.QualifiedName(outer);
+        return false;
+      }
+      if (outer->getIdentifier() == nullptr) {
+        Report(record->getLocation(), Diagnostic::kNestedInUnnamed)
+            << names_.QualifiedName(record);
+        return false;
+      }
+      if (member->getAccess() != clang::AS_public) {
+        ReportNotPublic(record, member, outer);
+        return false;
+      }
+      enclosing_classes.insert(enclosing_classes.begin(),
+                               outer->getNameAsString());
+      member = MemberDeclaration(outer);
+    }
+    return true;
+  }
+
+  // `member` (the nested module or a class around it) is a private or
+  // protected member of `outer`.
+  void ReportNotPublic(const clang::CXXRecordDecl* record,
+                       const clang::NamedDecl* member,
+                       const clang::CXXRecordDecl* outer) {
+    const char* access =
+        member->getAccess() == clang::AS_private ? "private" : "protected";
+    if (member == MemberDeclaration(record)) {
+      Report(record->getLocation(), Diagnostic::kNestedNotPublic)
+          << names_.QualifiedName(record) << access
+          << names_.QualifiedName(outer);
+    } else {
+      Report(record->getLocation(), Diagnostic::kNestedInNotPublic)
+          << names_.QualifiedName(record) << names_.QualifiedName(member)
+          << access << names_.QualifiedName(outer);
+    }
+    Report(member->getLocation(), Diagnostic::kMakeNestedPublic)
+        << member->getName() << names_.QualifiedName(outer);
+  }
+
+  void CollectModule(const clang::CXXRecordDecl* record,
+                     std::vector<std::string> enclosing_classes) {
     Module module;
     module.name = record->getNameAsString();
-    module.qualified_name = QualifiedName(record);
-    module.namespaces = EnclosingNamespaces(record);
+    module.qualified_name = names_.QualifiedName(record);
+    module.namespaces = DeclarationNames::EnclosingNamespaces(record);
+    module.enclosing_classes = std::move(enclosing_classes);
     if (const clang::ClassTemplateDecl* class_template =
             record->getDescribedClassTemplate()) {
       module.template_parameters =
-          TemplateParameters(*class_template->getTemplateParameters());
+          names_.TemplateParameters(*class_template->getTemplateParameters());
     }
     if (!CheckRecordName(record, module)) return;
-    const unsigned errors_before = diagnostics_.engine.getNumErrors();
+    const unsigned errors_before = diagnostics_.NumErrors();
     CheckBases(record, module);
     CollectFields(record, module);
     // After an error the warning would only repeat it.
-    const bool had_errors = diagnostics_.engine.getNumErrors() != errors_before;
+    const bool had_errors = diagnostics_.NumErrors() != errors_before;
     if (module.parametric_fields.empty() && !had_errors &&
-        diagnostics_.warnings_enabled) {
-      Report(record->getLocation(), diagnostics_.no_parameters)
+        diagnostics_.WarningsEnabled()) {
+      Report(record->getLocation(), Diagnostic::kNoParameters)
           << module.qualified_name;
     }
     modules_.push_back(std::move(module));
   }
 
-  // The generated `<Name>Record` must not collide with a user declaration.
+  // The generated record must not collide with a user declaration in the
+  // namespace it goes to.
   bool CheckRecordName(const clang::CXXRecordDecl* record,
                        const Module& module) {
-    const std::string record_name = module.name + "Record";
-    const clang::DeclContext* scope =
-        record->getDeclContext()->getRedeclContext();
-    for (const clang::NamedDecl* existing :
-         scope->lookup(&context_.Idents.get(record_name))) {
-      std::string qualified = QualifiedName(existing);
-      Report(record->getLocation(), diagnostics_.record_name_taken)
+    const clang::DeclContext* scope = record->getDeclContext();
+    while (!scope->isFileContext()) scope = scope->getParent();
+    for (const clang::NamedDecl* existing : scope->getRedeclContext()->lookup(
+             &context_.Idents.get(RecordName(module)))) {
+      const std::string qualified = names_.QualifiedName(existing);
+      Report(record->getLocation(), Diagnostic::kRecordNameTaken)
           << qualified << module.qualified_name;
-      Report(existing->getLocation(), diagnostics_.declared_here) << qualified;
+      Report(existing->getLocation(), Diagnostic::kDeclaredHere) << qualified;
       return false;
     }
     return true;
@@ -258,7 +221,7 @@ class ModuleCollector : public clang::RecursiveASTVisitor<ModuleCollector> {
     for (const clang::CXXBaseSpecifier& base : record->bases()) {
       if (base.getType()->isDependentType()) continue;
       if (classifier_.Classify(base.getType()).HoldsParameters()) {
-        Report(base.getBeginLoc(), diagnostics_.base_with_parameters)
+        Report(base.getBeginLoc(), Diagnostic::kBaseWithParameters)
             << base.getType() << module.qualified_name;
       }
     }
@@ -271,25 +234,25 @@ class ModuleCollector : public clang::RecursiveASTVisitor<ModuleCollector> {
       const FieldClass field_class = classifier_.Classify(type);
       if (field->isAnonymousStructOrUnion()) {
         if (field_class.HoldsParameters()) {
-          Report(field->getLocation(), diagnostics_.anonymous_member)
+          Report(field->getLocation(), Diagnostic::kAnonymousMember)
               << module.qualified_name;
         }
         continue;
       }
       if (!CheckFieldClass(field, field_class)) continue;
       if (field->getAccess() != clang::AS_public) {
-        Report(field->getLocation(), diagnostics_.not_public)
+        Report(field->getLocation(), Diagnostic::kNotPublic)
             << field->getName() << module.qualified_name;
-        Report(field->getLocation(), diagnostics_.make_public);
+        Report(field->getLocation(), Diagnostic::kMakePublic);
         continue;
       }
-      Field entry{field->getNameAsString(), FieldTypeName(record, type)};
+      Field entry{field->getNameAsString(), names_.FieldTypeName(record, type)};
       if (field_class.kind == FieldKind::kConstant) {
         module.constants.push_back(std::move(entry));
         continue;
       }
       if (type.isConstQualified()) {
-        Report(field->getLocation(), diagnostics_.const_parametric)
+        Report(field->getLocation(), Diagnostic::kConstParametric)
             << field->getName();
         continue;
       }
@@ -303,312 +266,117 @@ class ModuleCollector : public clang::RecursiveASTVisitor<ModuleCollector> {
   }
 
   // Makes the traits of a submodule from another header visible before the
-  // records that name them: through that header's generated file, unless a
-  // specialization is already visible.
+  // records that name them, or reports that they are missing.
   void IncludeTraitsOf(const clang::FieldDecl* field,
                        const clang::CXXRecordDecl* submodule) {
-    const clang::CXXRecordDecl* declaration = submodule;
-    const auto* specialization =
-        llvm::dyn_cast<clang::ClassTemplateSpecializationDecl>(submodule);
-    if (specialization != nullptr) {
-      declaration =
-          specialization->getSpecializedTemplate()->getTemplatedDecl();
+    const SubmoduleTraitsSource source = submodule_traits_.Find(submodule);
+    switch (source.kind) {
+      case SubmoduleTraitsSource::Kind::kNothingToInclude:
+        return;
+      case SubmoduleTraitsSource::Kind::kInclude:
+        submodule_includes_.push_back(source.generated_include);
+        return;
+      case SubmoduleTraitsSource::Kind::kMissing:
+        Report(field->getLocation(), Diagnostic::kMissingTraits)
+            << field->getName() << names_.QualifiedName(source.declaration)
+            << source.generated_include;
+        Report(source.declaration->getLocation(), Diagnostic::kGenerateTraits);
+        return;
     }
-    const clang::SourceLocation location =
-        source_manager_.getExpansionLoc(declaration->getLocation());
-    if (source_manager_.isWrittenInMainFile(location)) return;
-    if (!resolved_submodules_.insert(declaration->getCanonicalDecl()).second) {
-      return;
-    }
-    if (HasVisibleTraits(submodule)) return;
-    const clang::FileEntry* file =
-        source_manager_.getFileEntryForID(source_manager_.getFileID(location));
-    if (file == nullptr) return;
-    const std::string generated = GeneratedPath(
-        preprocessor_.getHeaderSearchInfo().suggestPathToFileForDiagnostics(
-            file, ""));
-    if (llvm::is_contained(sibling_includes_, generated)) {
-      submodule_includes_.push_back(generated);
-      return;
-    }
-    const clang::DirectoryLookup* directory = nullptr;
-    // Searched as `#include "..."` from the include path (the preprocessor's
-    // own lookup needs a file being lexed, and parsing is over).
-    if (preprocessor_.getHeaderSearchInfo().LookupFile(
-            generated, location, /*isAngled=*/false, /*FromDir=*/nullptr,
-            &directory, /*Includers=*/{}, /*SearchPath=*/nullptr,
-            /*RelativePath=*/nullptr, /*RequestingModule=*/nullptr,
-            /*SuggestedModule=*/nullptr, /*IsMapped=*/nullptr,
-            /*IsFrameworkFound=*/nullptr)) {
-      submodule_includes_.push_back(generated);
-      return;
-    }
-    Report(field->getLocation(), diagnostics_.missing_traits)
-        << field->getName() << QualifiedName(declaration) << generated;
-    Report(declaration->getLocation(), diagnostics_.generate_traits);
-  }
-
-  // Whether kindling::ModuleTraits is already specialized for `module` (or,
-  // for a class template specialization, partially for its template).
-  bool HasVisibleTraits(const clang::CXXRecordDecl* module) {
-    const clang::ClassTemplateDecl* traits = ModuleTraitsTemplate();
-    if (traits == nullptr) return false;
-    const clang::QualType type = context_.getRecordType(module);
-    for (const clang::ClassTemplateSpecializationDecl* existing :
-         traits->specializations()) {
-      if (existing->getSpecializationKind() ==
-              clang::TSK_ExplicitSpecialization &&
-          existing->getTemplateArgs().size() == 1 &&
-          existing->getTemplateArgs()[0].getKind() ==
-              clang::TemplateArgument::Type &&
-          context_.hasSameType(existing->getTemplateArgs()[0].getAsType(),
-                               type)) {
-        return true;
-      }
-    }
-    const auto* specialization =
-        llvm::dyn_cast<clang::ClassTemplateSpecializationDecl>(module);
-    if (specialization == nullptr) return false;
-    llvm::SmallVector<clang::ClassTemplatePartialSpecializationDecl*, 4>
-        partials;
-    const_cast<clang::ClassTemplateDecl*>(traits)->getPartialSpecializations(
-        partials);
-    for (const clang::ClassTemplatePartialSpecializationDecl* partial :
-         partials) {
-      const clang::TemplateArgumentList& arguments = partial->getTemplateArgs();
-      if (arguments.size() != 1 ||
-          arguments[0].getKind() != clang::TemplateArgument::Type) {
-        continue;
-      }
-      const auto* pattern =
-          arguments[0].getAsType()->getAs<clang::TemplateSpecializationType>();
-      if (pattern == nullptr) continue;
-      const clang::TemplateDecl* pattern_template =
-          pattern->getTemplateName().getAsTemplateDecl();
-      if (pattern_template != nullptr &&
-          pattern_template->getCanonicalDecl() ==
-              specialization->getSpecializedTemplate()->getCanonicalDecl()) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  const clang::ClassTemplateDecl* ModuleTraitsTemplate() {
-    clang::IdentifierTable& identifiers = context_.Idents;
-    for (const clang::NamedDecl* space :
-         context_.getTranslationUnitDecl()->lookup(
-             &identifiers.get("kindling"))) {
-      const auto* kindling = llvm::dyn_cast<clang::NamespaceDecl>(space);
-      if (kindling == nullptr) continue;
-      for (const clang::NamedDecl* traits :
-           kindling->lookup(&identifiers.get("ModuleTraits"))) {
-        if (const auto* found =
-                llvm::dyn_cast<clang::ClassTemplateDecl>(traits)) {
-          return found;
-        }
-      }
-    }
-    return nullptr;
   }
 
   // Reports a field whose class is a mistake; returns whether it is usable.
   bool CheckFieldClass(const clang::FieldDecl* field,
                        const FieldClass& field_class) {
-    const clang::SourceLocation type_location =
-        field->getTypeSourceInfo() != nullptr
-            ? field->getTypeSourceInfo()->getTypeLoc().getBeginLoc()
-            : field->getLocation();
     switch (field_class.kind) {
       case FieldKind::kConstant:
       case FieldKind::kParametric:
         return true;
       case FieldKind::kUnsupported:
-        Report(field->getLocation(), diagnostics_.unsupported_type)
+        Report(field->getLocation(), Diagnostic::kUnsupportedType)
             << field->getName() << field->getType();
-        Report(type_location, HintFor(field_class.hint));
+        Report(TypeLocation(field), HintFor(field_class.hint));
         return false;
-      case FieldKind::kUnmarkedModule: {
-        const clang::CXXRecordDecl* unmarked = field_class.unmarked_record;
-        const std::string unmarked_name = QualifiedName(unmarked);
-        const clang::CXXRecordDecl* field_record =
-            field->getType()->getAsCXXRecordDecl();
-        const bool is_direct =
-            field_record != nullptr &&
-            (field_record->getCanonicalDecl() == unmarked->getCanonicalDecl() ||
-             (llvm::isa<clang::ClassTemplateSpecializationDecl>(field_record) &&
-              llvm::cast<clang::ClassTemplateSpecializationDecl>(field_record)
-                      ->getSpecializedTemplate()
-                      ->getTemplatedDecl()
-                      ->getCanonicalDecl() == unmarked->getCanonicalDecl()));
-        if (is_direct) {
-          Report(field->getLocation(), diagnostics_.unmarked_module)
-              << field->getName() << field->getType();
-        } else {
-          Report(field->getLocation(), diagnostics_.unmarked_element)
-              << field->getName() << field->getType() << unmarked_name;
-        }
-        Report(unmarked->getLocation(), diagnostics_.add_mark)
-            << unmarked_name
-            << clang::FixItHint::CreateInsertion(
-                   source_manager_.getExpansionLoc(unmarked->getLocation()),
-                   "KINDLING_MODULE ");
+      case FieldKind::kUnmarkedModule:
+        ReportUnmarkedModule(field, field_class.unmarked_record);
         return false;
-      }
       case FieldKind::kMixedVariant:
-        Report(field->getLocation(), diagnostics_.mixed_variant)
+        Report(field->getLocation(), Diagnostic::kMixedVariant)
             << field->getName() << field->getType();
-        Report(type_location, diagnostics_.constant_alternative)
-            << AsWritten(field->getType(), field_class.constant_alternative);
+        Report(TypeLocation(field), Diagnostic::kConstantAlternative)
+            << names_.AsWritten(field->getType(),
+                                field_class.constant_alternative);
+        Report(TypeLocation(field), Diagnostic::kHintMonostate);
         return false;
     }
     return false;
   }
 
-  // The template argument of `written` (as the user spelled it) that is
-  // `canonical`, so a note says 'std::string', not 'std::basic_string<char>'.
-  clang::QualType AsWritten(clang::QualType written,
-                            clang::QualType canonical) const {
+  // A field that holds parameters through `unmarked`, a struct without
+  // KINDLING_MODULE: directly, or inside a container.
+  void ReportUnmarkedModule(const clang::FieldDecl* field,
+                            const clang::CXXRecordDecl* unmarked) {
+    const std::string unmarked_name = names_.QualifiedName(unmarked);
+    // For a template specialization, the template's declaration is marked.
+    const clang::CXXRecordDecl* field_record =
+        field->getType()->getAsCXXRecordDecl();
     if (const auto* specialization =
-            written->getAs<clang::TemplateSpecializationType>()) {
-      for (const clang::TemplateArgument& argument :
-           specialization->template_arguments()) {
-        if (argument.getKind() == clang::TemplateArgument::Type &&
-            context_.hasSameType(argument.getAsType(), canonical)) {
-          return argument.getAsType();
-        }
-      }
+            llvm::dyn_cast_or_null<clang::ClassTemplateSpecializationDecl>(
+                field_record)) {
+      field_record =
+          specialization->getSpecializedTemplate()->getTemplatedDecl();
     }
-    return canonical;
+    if (field_record != nullptr &&
+        field_record->getCanonicalDecl() == unmarked->getCanonicalDecl()) {
+      Report(field->getLocation(), Diagnostic::kUnmarkedModule)
+          << field->getName() << field->getType();
+    } else {
+      Report(field->getLocation(), Diagnostic::kUnmarkedElement)
+          << field->getName() << field->getType() << unmarked_name;
+    }
+    Report(unmarked->getLocation(), Diagnostic::kAddMark)
+        << unmarked_name
+        << clang::FixItHint::CreateInsertion(
+               source_manager_.getExpansionLoc(unmarked->getLocation()),
+               "KINDLING_MODULE ");
   }
 
-  unsigned HintFor(UnsupportedHint hint) const {
+  static Diagnostic HintFor(UnsupportedHint hint) {
     switch (hint) {
       case UnsupportedHint::kPointer:
-        return diagnostics_.hint_pointer;
+        return Diagnostic::kHintPointer;
       case UnsupportedHint::kSmartPointer:
-        return diagnostics_.hint_smart_pointer;
+        return Diagnostic::kHintSmartPointer;
       case UnsupportedHint::kCArray:
-        return diagnostics_.hint_c_array;
+        return Diagnostic::kHintCArray;
       case UnsupportedHint::kContainer:
-        return diagnostics_.hint_container;
+        return Diagnostic::kHintContainer;
       case UnsupportedHint::kUnion:
-        return diagnostics_.hint_union;
+        return Diagnostic::kHintUnion;
     }
-    return diagnostics_.hint_container;
+    return Diagnostic::kHintContainer;
   }
 
-  std::vector<TemplateParameter> TemplateParameters(
-      const clang::TemplateParameterList& parameters) {
-    std::vector<TemplateParameter> result;
-    for (unsigned index = 0; index < parameters.size(); ++index) {
-      const clang::NamedDecl* parameter = parameters.getParam(index);
-      std::string name = parameter->getNameAsString();
-      // An unnamed parameter still needs a name in the specialization.
-      if (name.empty()) name = "Parameter" + std::to_string(index);
-      const bool is_pack = parameter->isParameterPack();
-      const std::string pack = is_pack ? "..." : "";
-      std::string declaration;
-      llvm::raw_string_ostream out(declaration);
-      if (const auto* type_parameter =
-              llvm::dyn_cast<clang::TemplateTypeParmDecl>(parameter)) {
-        if (const clang::TypeConstraint* constraint =
-                type_parameter->getTypeConstraint()) {
-          out << QualifiedName(constraint->getNamedConcept());
-          if (const auto* arguments = constraint->getTemplateArgsAsWritten()) {
-            clang::printTemplateArgumentList(out, arguments->arguments(),
-                                             policy_);
-          }
-        } else {
-          out << (type_parameter->wasDeclaredWithTypename() ? "typename"
-                                                            : "class");
-        }
-      } else if (const auto* value_parameter =
-                     llvm::dyn_cast<clang::NonTypeTemplateParmDecl>(
-                         parameter)) {
-        clang::QualType type = value_parameter->getType();
-        if (is_pack) {
-          if (const auto* expansion = type->getAs<clang::PackExpansionType>()) {
-            type = expansion->getPattern();
-          }
-        }
-        out << FullyQualifiedType(type);
-      } else {
-        // A template template parameter: its source text up to the name.
-        out << clang::Lexer::getSourceText(
-                   clang::CharSourceRange::getCharRange(
-                       parameter->getBeginLoc(), parameter->getLocation()),
-                   source_manager_, context_.getLangOpts())
-                   .rtrim()
-                   .rtrim('.')
-                   .rtrim();
-      }
-      out << pack << " " << name;
-      result.push_back({std::move(declaration), name + pack});
-    }
-    return result;
+  // Where the field's type is written, for notes about the type.
+  static clang::SourceLocation TypeLocation(const clang::FieldDecl* field) {
+    return field->getTypeSourceInfo() != nullptr
+               ? field->getTypeSourceInfo()->getTypeLoc().getBeginLoc()
+               : field->getLocation();
   }
 
-  std::vector<Namespace> EnclosingNamespaces(
-      const clang::CXXRecordDecl* record) const {
-    std::vector<Namespace> namespaces;
-    for (const clang::DeclContext* scope = record->getDeclContext();
-         scope != nullptr; scope = scope->getParent()) {
-      if (const auto* space = llvm::dyn_cast<clang::NamespaceDecl>(scope)) {
-        namespaces.insert(namespaces.begin(),
-                          {space->getNameAsString(), space->isInline()});
-      }
-    }
-    return namespaces;
-  }
-
-  std::string QualifiedName(const clang::NamedDecl* decl) const {
-    std::string name;
-    llvm::raw_string_ostream out(name);
-    decl->printQualifiedName(out, policy_);
-    return name;
-  }
-
-  // The field's type as the record spells it: fully qualified, except for
-  // dependent types in templates with template template parameters, which
-  // clang's qualifier would wrongly scope to an instantiation. Those stay as
-  // written; the record sits in the module's namespace, so they mean the same.
-  std::string FieldTypeName(const clang::CXXRecordDecl* record,
-                            clang::QualType type) const {
-    if (type->isDependentType()) {
-      if (const clang::ClassTemplateDecl* class_template =
-              record->getDescribedClassTemplate()) {
-        for (const clang::NamedDecl* parameter :
-             *class_template->getTemplateParameters()) {
-          if (llvm::isa<clang::TemplateTemplateParmDecl>(parameter)) {
-            return type.getAsString(context_.getPrintingPolicy());
-          }
-        }
-      }
-    }
-    return FullyQualifiedType(type);
-  }
-
-  std::string FullyQualifiedType(clang::QualType type) const {
-    return clang::TypeName::getFullyQualifiedName(type, context_, policy_);
-  }
-
-  // Reports at the place the user wrote (through macros, at the expansion).
-  clang::DiagnosticBuilder Report(clang::SourceLocation location, unsigned id) {
-    return diagnostics_.engine.Report(source_manager_.getExpansionLoc(location),
-                                      id);
+  clang::DiagnosticBuilder Report(clang::SourceLocation location,
+                                  Diagnostic diagnostic) {
+    return diagnostics_.Report(location, diagnostic);
   }
 
   clang::ASTContext& context_;
-  clang::Preprocessor& preprocessor_;
-  const std::vector<std::string>& sibling_includes_;
   const clang::SourceManager& source_manager_;
   Diagnostics diagnostics_;
   FieldClassifier classifier_;
-  clang::PrintingPolicy policy_;
+  DeclarationNames names_;
+  SubmoduleTraits submodule_traits_;
   std::vector<Module> modules_;
   std::vector<std::string> submodule_includes_;
-  llvm::SmallPtrSet<const clang::Decl*, 8> resolved_submodules_;
 };
 
 }  // namespace

@@ -116,18 +116,24 @@ std::string ModuleType(const Module& module) {
   return "::" + module.qualified_name + TemplateArguments(module);
 }
 
+// "::demo::Transformer_BlockRecord": the record, in the module's namespace
+// (outside any class the module is nested in).
 std::string RecordType(const Module& module) {
+  size_t nested_name_size = module.name.size();
+  for (const std::string& enclosing : module.enclosing_classes) {
+    nested_name_size += enclosing.size() + 2;  // "Name::"
+  }
   std::string scope = module.qualified_name;
-  scope.resize(scope.size() - module.name.size());
-  return "::" + scope + module.name + "Record" + TemplateArguments(module);
+  scope.resize(scope.size() - nested_name_size);
+  return "::" + scope + RecordName(module) + TemplateArguments(module);
 }
 
 void EmitRecord(const Module& module, llvm::raw_ostream& out) {
-  out << "// " << module.name << "Record: the saved state of "
+  out << "// " << RecordName(module) << ": the saved state of "
       << module.qualified_name << ", one member per field that holds "
       << "parameters.\n";
   if (!module.template_parameters.empty()) out << TemplateHead(module);
-  out << "struct " << module.name << "Record {\n";
+  out << "struct " << RecordName(module) << " {\n";
   for (const Field& field : module.parametric_fields) {
     out << "  kindling::RecordOf<" << field.type << "> " << field.name << ";\n";
   }

@@ -41,6 +41,9 @@ struct Module {
   std::string name;
   std::string qualified_name;
   std::vector<Namespace> namespaces;
+  // The classes a nested module is declared in, outermost first ("Transformer"
+  // for demo::Transformer::Block); empty at namespace scope.
+  std::vector<std::string> enclosing_classes;
   // Empty unless the module is a class template.
   std::vector<TemplateParameter> template_parameters;
   // Fields that can hold parameters: leaves, submodules, containers of them,
@@ -49,6 +52,20 @@ struct Module {
   // Fields that hold no parameters: kept and copied, never saved.
   std::vector<Field> constants;
 };
+
+// RecordName: the generated record of `module`, declared in the module's
+// namespace: "<Name>Record", and for a nested module the enclosing classes
+// first, joined by '_' ("Transformer_BlockRecord" for
+// demo::Transformer::Block). A record cannot be declared inside the user's
+// class, and the underscore keeps it apart from a namespace-scope
+// "TransformerBlock" module.
+inline std::string RecordName(const Module& module) {
+  std::string name;
+  for (const std::string& enclosing : module.enclosing_classes) {
+    name += enclosing + "_";
+  }
+  return name + module.name + "Record";
+}
 
 // GeneratedHeader: everything the emitter needs for one output file.
 struct GeneratedHeader {

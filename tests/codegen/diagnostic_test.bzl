@@ -6,18 +6,7 @@ lines (errors, warnings, notes; the source excerpts and carets are ignored).
 The header is parsed with the include paths of `deps`, as the real rule does.
 """
 
-load("//codegen:defs.bzl", "kindling_compiler_flags")
-
-def _runfiles_path(ctx, path):
-    """Maps an exec-root path (from CcInfo) to its place in the runfiles tree."""
-    bin_dir = ctx.bin_dir.path
-    if path == bin_dir:
-        return "."
-    if path.startswith(bin_dir + "/"):
-        return path[len(bin_dir) + 1:]
-    if path.startswith("external/"):
-        return "../" + path[len("external/"):]
-    return path
+load("//codegen:defs.bzl", "kindling_compiler_flags", "runfiles_path")
 
 def _shell_quote(text):
     return "'" + text.replace("'", "'\\''") + "'"
@@ -27,7 +16,7 @@ def _kindling_gen_diagnostic_test_impl(ctx):
         cc_infos = [dep[CcInfo] for dep in ctx.attr.deps],
     ).compilation_context
     flags = [
-        _runfiles_path(ctx, flag)
+        runfiles_path(ctx.bin_dir.path, flag)
         for flag in kindling_compiler_flags(compilation_context, ctx.bin_dir.path, ctx.attr.copts)
     ] + ["-fno-color-diagnostics"]
     header = ctx.file.header

@@ -17,12 +17,14 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 
 #include "kindling/module/field_kinds.h"
 #include "kindling/module/module_traits.h"
 #include "kindling/module/record.h"
 #include "kindling/module/visit.h"
+#include "kindling/module/walk.h"
 
 namespace kindling {
 namespace module_internal {
@@ -94,7 +96,19 @@ class TreePrinter {
       }
     } else if constexpr (VariantField<Field>) {
       std::visit([&](const auto& alternative) { Value(alternative); }, field);
+    } else if constexpr (TupleField<Field>) {
+      out_ << "(\n";
+      ++depth_;
+      ForEachTupleElement(field, [&](size_t index, const auto& element) {
+        Entry(std::to_string(index), element);
+      });
+      --depth_;
+      Indent();
+      out_ << ")";
+    } else if constexpr (std::is_same_v<Field, std::monostate>) {
+      out_ << "std::monostate";
     } else {
+      RequireConstantField<Field>();
       WriteValue(out_, field);
     }
   }

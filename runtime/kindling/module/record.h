@@ -4,7 +4,9 @@
 // RecordOf<T> is the record type of a field of type T: a ParamRecord for a
 // Param, a BufferRecord for a Buffer, the generated <Name>Record for a module,
 // and the same container around the element's record for vector, array,
-// optional and variant. Constants have an EmptyRecord: they are not saved.
+// optional, variant, tuple and pair. Constants (std::monostate among them)
+// have an EmptyRecord: they are not saved. A type that holds parameters in any
+// other way has no record and does not compile (see field_kinds.h).
 //
 //   demo::MlpRecord record = kindling::IntoRecord(model);   // values + ids
 //   absl::Status status = kindling::LoadRecord(other, record);
@@ -21,6 +23,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -60,6 +63,7 @@ namespace module_internal {
 
 template <class T>
 struct RecordOfImpl {
+  static_assert(FieldTypeTheWalksCannotReach<T>::value);
   using type = EmptyRecord;
 };
 template <class T>
@@ -89,6 +93,15 @@ struct RecordOfImpl<std::optional<T>> {
 template <class... Ts>
 struct RecordOfImpl<std::variant<Ts...>> {
   using type = std::variant<typename RecordOfImpl<Ts>::type...>;
+};
+template <class... Ts>
+struct RecordOfImpl<std::tuple<Ts...>> {
+  using type = std::tuple<typename RecordOfImpl<Ts>::type...>;
+};
+template <class A, class B>
+struct RecordOfImpl<std::pair<A, B>> {
+  using type =
+      std::pair<typename RecordOfImpl<A>::type, typename RecordOfImpl<B>::type>;
 };
 
 }  // namespace module_internal
@@ -127,6 +140,7 @@ RecordOf<Field> IntoRecord(const Field& field) {
   using module_internal::IsVectorType;
   using module_internal::OptionalField;
   using module_internal::ParamField;
+  using module_internal::TupleField;
   using module_internal::VariantField;
   RecordOf<Field> record{};
   if constexpr (ParamField<Field>) {
@@ -150,6 +164,13 @@ RecordOf<Field> IntoRecord(const Field& field) {
     if (field.has_value()) record = IntoRecord(*field);
   } else if constexpr (VariantField<Field>) {
     module_internal::IntoRecordAlternative<0>(field, record);
+  } else if constexpr (TupleField<Field>) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      ((std::get<I>(record) = IntoRecord(std::get<I>(field))), ...);
+    }
+    (std::make_index_sequence<std::tuple_size_v<Field>>());
+  } else {
+    module_internal::RequireConstantField<Field>();
   }
   return record;
 }
@@ -189,6 +210,14 @@ void LoadAlternative(Variant& field, const RecordVariant& record,
       LoadAlternative<I + 1>(field, record, path, errors);
     }
   }
+}
+
+// Loads element I of a tuple or pair, under the path component "I".
+template <size_t I, class Tuple, class RecordTuple>
+void LoadElement(Tuple& field, const RecordTuple& record, ParamPath& path,
+                 std::vector<std::string>& errors) {
+  ScopedPathComponent component(path, I);
+  LoadInto(std::get<I>(field), std::get<I>(record), path, errors);
 }
 
 // Loads `record` into `field` (a copy the caller owns), appending one message
@@ -251,6 +280,13 @@ void LoadInto(Field& field, const RecordOf<Field>& record, ParamPath& path,
       return;
     }
     LoadAlternative<0>(field, record, path, errors);
+  } else if constexpr (TupleField<Field>) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      (LoadElement<I>(field, record, path, errors), ...);
+    }
+    (std::make_index_sequence<std::tuple_size_v<Field>>());
+  } else {
+    RequireConstantField<Field>();
   }
 }
 

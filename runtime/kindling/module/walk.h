@@ -6,14 +6,19 @@
 // leaf is a mutable reference, which is how mapping works: copy the module
 // (cheap: copies share parameter state), then assign new leaves in place.
 //
-// Paths: a submodule field adds its name, a vector/array element its index;
-// std::optional and std::variant add nothing (an absent optional has no
-// leaves), matching PyTorch's state_dict keys.
+// Paths: a submodule field adds its name, a vector/array element its index, a
+// tuple (or pair) element its position ("pair.0", "pair.1"); std::optional
+// and std::variant add nothing (an absent optional and std::monostate have no
+// leaves), matching PyTorch's state_dict keys. A field type that holds
+// parameters in any other way does not compile (see field_kinds.h).
 #ifndef KINDLING_MODULE_WALK_H_
 #define KINDLING_MODULE_WALK_H_
 
 #include <cstddef>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <variant>
 
 #include "kindling/module/field_kinds.h"
@@ -21,6 +26,20 @@
 #include "kindling/module/param_path.h"
 
 namespace kindling {
+namespace module_internal {
+
+// ForEachTupleElement() calls fn(index, element) for each element of a
+// std::tuple or std::pair, in order; `Tuple` may be const.
+template <class Tuple, class Fn>
+void ForEachTupleElement(Tuple& tuple, Fn&& fn) {
+  constexpr size_t kSize = std::tuple_size_v<std::remove_cv_t<Tuple>>;
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    (fn(I, std::get<I>(tuple)), ...);
+  }
+  (std::make_index_sequence<kSize>());
+}
+
+}  // namespace module_internal
 
 // ForEachOwnedLeaf() is the walk itself: fn(path, owner, leaf), where `owner`
 // is the kTypeName of the module whose field holds the leaf (empty at the
@@ -32,6 +51,7 @@ void ForEachOwnedLeaf(Field& field, ParamPath& path, std::string_view owner,
   using module_internal::OptionalField;
   using module_internal::ParamField;
   using module_internal::SequenceField;
+  using module_internal::TupleField;
   using module_internal::VariantField;
   if constexpr (ParamField<Field> || BufferField<Field>) {
     fn(path.view(), owner, field);
@@ -55,8 +75,16 @@ void ForEachOwnedLeaf(Field& field, ParamPath& path, std::string_view owner,
           ForEachOwnedLeaf(alternative, path, owner, fn);
         },
         field);
+  } else if constexpr (TupleField<Field>) {
+    module_internal::ForEachTupleElement(
+        field, [&](size_t index, auto& element) {
+          ScopedPathComponent component(path, index);
+          ForEachOwnedLeaf(element, path, owner, fn);
+        });
+  } else {
+    // A constant: no leaves. Anything else stops the build here.
+    module_internal::RequireConstantField<Field>();
   }
-  // Anything else is a constant: no leaves.
 }
 
 // ForEachLeaf() is ForEachOwnedLeaf() for callers that only need the path.

@@ -1,5 +1,5 @@
-// Marks where modules cannot be: twice, on a union, on a nested class, on a
-// template specialization.
+// Marks where modules cannot be: twice, on a union, on a template
+// specialization. (Nested classes: nested_modules.h.)
 #include "kindling/module/annotations.h"
 #include "tests/codegen/testdata/leaves.h"
 
@@ -12,12 +12,6 @@ struct KINDLING_MODULE KINDLING_MODULE Twice {
 union KINDLING_MODULE Either {
   int integer;
   float real;
-};
-
-struct Outer {
-  struct KINDLING_MODULE Inner {
-    kindling::Param<kindling::Tensor<1>> weight;
-  };
 };
 
 template <class T>

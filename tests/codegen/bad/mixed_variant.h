@@ -1,4 +1,5 @@
-// A std::variant must hold parameters in every alternative or in none.
+// A std::variant must hold parameters in every alternative or in none;
+// std::monostate is the empty alternative and may stand beside either.
 #include <string>
 #include <variant>
 
@@ -14,6 +15,8 @@ struct KINDLING_MODULE Linear {
 struct KINDLING_MODULE Model {
   std::variant<Linear, std::string> head;
   std::variant<int, std::string> fine;
+  std::variant<std::monostate, Linear> also_fine;
+  std::variant<std::monostate, int> constant;
 };
 
 }  // namespace demo

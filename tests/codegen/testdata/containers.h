@@ -13,7 +13,7 @@
 
 namespace demo {
 
-struct KINDLING_MODULE Linear {
+struct KINDLING_MODULE Dense {
   kindling::Param<kindling::Tensor<2>> weight;
 };
 
@@ -22,10 +22,10 @@ struct KINDLING_MODULE Conv {
 };
 
 struct KINDLING_MODULE Stack {
-  std::vector<Linear> layers;
-  std::array<Linear, 3> heads;
-  std::optional<Linear> projection;
-  std::variant<Linear, Conv> stem;
+  std::vector<Dense> layers;
+  std::array<Dense, 3> heads;
+  std::optional<Dense> projection;
+  std::variant<Dense, Conv> stem;
   std::vector<std::optional<Conv>> maybe_convs;
   std::array<kindling::Param<kindling::Tensor<1>>, 2> scales;
   std::vector<int> layer_sizes;

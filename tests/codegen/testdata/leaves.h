@@ -1,27 +1,11 @@
-// Stand-ins for the runtime's leaf types, for the golden tests.
-//
-// kindling-gen recognizes kindling::Param and kindling::Buffer by their
-// qualified names, so the generated text is the same as for the real types;
-// the golden headers then parse in milliseconds and do not change when the
-// runtime does.
+// The leaves the golden-test modules hold: the real kindling::Param,
+// kindling::Buffer and kindling::Tensor, so the generated code is compiled and
+// exercised too (testdata_module_test.cc), not only compared as text.
 #ifndef KINDLING_TESTS_CODEGEN_TESTDATA_LEAVES_H_
 #define KINDLING_TESTS_CODEGEN_TESTDATA_LEAVES_H_
 
-namespace kindling {
-
-template <int Rank>
-struct Tensor {};
-
-template <class T>
-struct Param {
-  T value;
-};
-
-template <class T>
-struct Buffer {
-  T value;
-};
-
-}  // namespace kindling
+#include "kindling/core/param.h"     // IWYU pragma: export
+#include "kindling/module/buffer.h"  // IWYU pragma: export
+#include "kindling/tensor/tensor.h"  // IWYU pragma: export
 
 #endif  // KINDLING_TESTS_CODEGEN_TESTDATA_LEAVES_H_
