@@ -25,7 +25,8 @@ namespace kindling::record {
 
 class AtomicFile {
  public:
-  static absl::StatusOr<AtomicFile> Create(const std::string& target);
+  [[nodiscard]] static absl::StatusOr<AtomicFile> Create(
+      const std::string& target);
 
   AtomicFile(AtomicFile&& other) noexcept;
   AtomicFile& operator=(AtomicFile&&) = delete;
