@@ -422,5 +422,66 @@ TEST(ParamDeathTest, EmptyInitFunctionAborts) {
       "empty init function");
 }
 
+// A lazy CountingParam that promises `lazy_shape` on device 0 but whose init
+// function produces `produced_shape` on `produced_device`.
+CountingParam LazyParamBreakingItsPromise(std::vector<int64_t> lazy_shape,
+                                          std::vector<int64_t> produced_shape,
+                                          int produced_device) {
+  return CountingParam::Uninitialized(
+      ParamId::FromValue(0xbad),
+      [produced_shape, produced_device](const int&, bool require_grad) {
+        return CountingParameter(produced_shape, 1.0f, produced_device,
+                                 require_grad);
+      },
+      0, true, std::move(lazy_shape));
+}
+
+TEST(ParamDeathTest, InitProducingAnotherShapeAborts) {
+  const CountingParam param = LazyParamBreakingItsPromise({2, 3}, {3, 2}, 0);
+  EXPECT_DEATH((void)param.val(),
+               "Param 0000000000000bad: the init function produced shape "
+               "\\[3, 2\\] on device 0, but the lazy param promised shape "
+               "\\[2, 3\\] on device 0");
+}
+
+TEST(ParamDeathTest, InitProducingOnAnotherDeviceAborts) {
+  const CountingParam param = LazyParamBreakingItsPromise({4}, {4}, 1);
+  EXPECT_DEATH((void)param.val(),
+               "0000000000000bad: the init function produced shape \\[4\\] "
+               "on device 1, but the lazy param promised shape \\[4\\] on "
+               "device 0");
+}
+
+TEST(ParamDeathTest, RetargetedInitIgnoringTheDeviceAborts) {
+  // The init function always produces on device 0; retargeted to device 2 it
+  // breaks the promise to_device() made.
+  const CountingParam param = LazyParamBreakingItsPromise({4}, {4}, 0);
+  const CountingParam moved = param.to_device(2);
+  EXPECT_EQ(2, moved.lazy_device());
+  EXPECT_DEATH((void)moved.val(),
+               "produced shape \\[4\\] on device 0, but the lazy param "
+               "promised shape \\[4\\] on device 2");
+}
+
+TEST(ParamDeathTest, DerivedValueOfAnotherShapeAborts) {
+  const CountingParam param = LazyCountingParam({2, 3});
+  const CountingParam transposed =
+      param.init_mapper([](CountingParameter value) {
+        return CountingParameter({3, 2}, 0.0f, value.device(),
+                                 value.is_require_grad());
+      });
+  EXPECT_DEATH((void)transposed.val(),
+               "the derived value produced shape \\[3, 2\\] on device 0, "
+               "but the lazy param promised shape \\[2, 3\\] on device 0");
+}
+
+TEST_F(ParamTest, LazyValuesThatKeepTheirPromisePassTheCheck) {
+  const CountingParam param = LazyCountingParam({2, 3}, /*device=*/1);
+  const CountingParam derived = param.set_require_grad(false).to_device(2);
+  EXPECT_EQ((std::vector<int64_t>{2, 3}), derived.val().shape());
+  EXPECT_EQ(2, derived.val().device());
+  EXPECT_EQ(1, param.val().device());
+}
+
 }  // namespace
 }  // namespace kindling

@@ -101,7 +101,13 @@ class Param {
 
   // Uninitialized() creates a lazy Param: `init` runs on first read, with
   // `device` and `require_grad`. `shape` is what lazy_shape() reports until
-  // then, and must be the shape `init` produces.
+  // then.
+  // REQUIRES: `init` produces a value of `shape` on the device it is given.
+  // Checked when it runs (in every build): a value that breaks the promise
+  // aborts, naming both shapes and devices, instead of reaching NumParams or a
+  // checkpoint's shape check with a wrong lazy_shape(). Values derived lazily
+  // (init_mapper(), set_require_grad(), fork()) are checked against the shape
+  // and device they inherit in the same way.
   static Param Uninitialized(ParamId id, InitFn init, DeviceType device,
                              bool require_grad, ShapeType shape) {
     KINDLING_CHECK(init != nullptr, "Param %s: empty init function",
@@ -123,7 +129,7 @@ class Param {
     KINDLING_CHECK(state_ != nullptr, "Param %s read after move",
                    id_.ToString());
     if (const T* value = state_->cell.get()) return *value;
-    return Resolve(*state_);
+    return Resolve(id_, *state_);
   }
   const T& operator*() const { return val(); }
   const T* operator->() const { return &val(); }
@@ -325,13 +331,19 @@ class Param {
   Param(ParamId id, std::shared_ptr<State> state, ParamMapper<T> mapper)
       : id_(id), state_(std::move(state)), mapper_(std::move(mapper)) {}
 
-  // Runs the initializer of `state` (and of its lazy ancestors) once.
-  static const T& Resolve(State& state) {
-    const T& value = state.cell.get_or_init([&state]() -> T {
+  // Runs the initializer of `state` (and of its lazy ancestors) once, for the
+  // Param `id`.
+  static const T& Resolve(const ParamId& id, State& state) {
+    const T& value = state.cell.get_or_init([&id, &state]() -> T {
       if (state.init != nullptr) {
-        return (*state.init)(state.spec->device, state.spec->require_grad);
+        T produced =
+            (*state.init)(state.spec->device, state.spec->require_grad);
+        CheckMatchesSpec(id, *state.spec, produced, "init function");
+        return produced;
       }
-      return state.transform(Resolve(*state.LockedParent()));
+      T produced = state.transform(Resolve(id, *state.LockedParent()));
+      CheckMatchesSpec(id, *state.spec, produced, "derived value");
+      return produced;
     });
     // A derived state no longer needs its parent, which may be the last holder
     // of the original weights. Released only after get_or_init() has published
@@ -342,6 +354,21 @@ class Param {
       state.parent.reset();
     }
     return value;
+  }
+
+  // Aborts unless `produced` has the shape and device `spec` promised; checked
+  // before the value is published, so no reader ever sees a broken promise.
+  static void CheckMatchesSpec(const ParamId& id, const LazySpec& spec,
+                               const T& produced, const char* producer) {
+    const ShapeType shape = produced.shape();
+    const DeviceType device = produced.device();
+    KINDLING_CHECK(shape == spec.shape && device == spec.device,
+                   "Param %s: the %s produced shape %s on device %s, but the "
+                   "lazy param promised shape %s on device %s",
+                   id.ToString(), producer, internal::MetadataToString(shape),
+                   internal::MetadataToString(device),
+                   internal::MetadataToString(spec.shape),
+                   internal::MetadataToString(spec.device));
   }
 
   // The state `state` moved to `device`: lazy states are rebuilt on the device

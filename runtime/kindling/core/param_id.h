@@ -39,7 +39,7 @@ class ParamId {
   // Parse() reads the form ToString() writes: exactly 16 hexadecimal digits
   // (either case), nothing else. Anything else is InvalidArgument naming the
   // text.
-  static absl::StatusOr<ParamId> Parse(std::string_view text);
+  [[nodiscard]] static absl::StatusOr<ParamId> Parse(std::string_view text);
 
   constexpr uint64_t value() const { return value_; }
 

@@ -39,7 +39,7 @@ bool IsKnownElementType(uint8_t byte) {
   return false;
 }
 
-absl::Status OpenError(int error, const std::string& path) {
+[[nodiscard]] absl::Status OpenError(int error, const std::string& path) {
   const std::string message =
       absl::StrCat(path, ": cannot open IDX file: ", std::strerror(error));
   switch (error) {
@@ -57,7 +57,7 @@ absl::Status OpenError(int error, const std::string& path) {
 // zlib (which passes a file without a gzip header through unchanged).
 class GzipInput {
  public:
-  static absl::StatusOr<GzipInput> Open(const std::string& path) {
+  [[nodiscard]] static absl::StatusOr<GzipInput> Open(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return OpenError(errno, path);
     struct stat info;
@@ -88,7 +88,7 @@ class GzipInput {
   // filled: fewer only at the end of the input. A corrupt gzip stream (bad
   // data, failed checksum) is DataLoss; a gzip stream that is cut short
   // reads as an early end, with stream_cut_short() set.
-  absl::StatusOr<int64_t> Read(void* target, int64_t size) {
+  [[nodiscard]] absl::StatusOr<int64_t> Read(void* target, int64_t size) {
     int64_t filled = 0;
     while (filled < size) {
       // gzread takes an unsigned and returns an int.
@@ -166,8 +166,9 @@ std::string TruncationMessage(const std::string& path, const GzipInput& input,
 
 // ReadHeader() reads magic and dimensions into a fresh `array` (bytes left
 // empty) and returns the number of element bytes that follow.
-absl::StatusOr<int64_t> ReadHeader(const std::string& path, GzipInput& input,
-                                   IdxArray& array) {
+[[nodiscard]] absl::StatusOr<int64_t> ReadHeader(const std::string& path,
+                                                 GzipInput& input,
+                                                 IdxArray& array) {
   uint8_t magic[kHeaderMagicBytes];
   absl::StatusOr<int64_t> got = input.Read(magic, sizeof(magic));
   if (!got.ok()) return got.status();
@@ -226,8 +227,9 @@ absl::StatusOr<int64_t> ReadHeader(const std::string& path, GzipInput& input,
 
 // ReadElements() reads exactly `data_bytes` into `array.bytes` and checks
 // that nothing follows them.
-absl::Status ReadElements(const std::string& path, GzipInput& input,
-                          int64_t data_bytes, IdxArray& array) {
+[[nodiscard]] absl::Status ReadElements(const std::string& path,
+                                        GzipInput& input, int64_t data_bytes,
+                                        IdxArray& array) {
   std::vector<uint8_t>& bytes = array.bytes;
   bytes.reserve(std::min(data_bytes, kReadChunkBytes));
   int64_t filled = 0;

@@ -11,13 +11,14 @@
 namespace kindling::data {
 namespace {
 
-absl::Status BadState(std::string_view text, std::string_view problem) {
+[[nodiscard]] absl::Status BadState(std::string_view text,
+                                    std::string_view problem) {
   return absl::InvalidArgumentError(
       absl::StrFormat("loader state \"%s\": %s", text, problem));
 }
 
 // ParseFields() splits "name=value name=value ..." into a map.
-absl::StatusOr<std::map<std::string, std::string>> ParseFields(
+[[nodiscard]] absl::StatusOr<std::map<std::string, std::string>> ParseFields(
     std::string_view text) {
   std::map<std::string, std::string> fields;
   size_t at = 0;
@@ -42,9 +43,9 @@ absl::StatusOr<std::map<std::string, std::string>> ParseFields(
 }
 
 template <class Number>
-absl::Status ParseField(std::string_view text,
-                        const std::map<std::string, std::string>& fields,
-                        const std::string& name, Number& value) {
+[[nodiscard]] absl::Status ParseField(
+    std::string_view text, const std::map<std::string, std::string>& fields,
+    const std::string& name, Number& value) {
   const auto found = fields.find(name);
   if (found == fields.end()) {
     return BadState(text, absl::StrFormat("no %s", name));

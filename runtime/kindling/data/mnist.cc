@@ -32,8 +32,9 @@ std::string FindIdxFile(const std::string& directory, std::string_view name) {
   return gzip;
 }
 
-absl::StatusOr<IdxArray> ReadIdxOfKind(const std::string& path, uint32_t magic,
-                                       std::string_view kind) {
+[[nodiscard]] absl::StatusOr<IdxArray> ReadIdxOfKind(const std::string& path,
+                                                     uint32_t magic,
+                                                     std::string_view kind) {
   absl::StatusOr<IdxArray> array = ReadIdxFile(path);
   if (!array.ok()) return array.status();
   if (array->magic() != magic) {

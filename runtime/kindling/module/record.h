@@ -296,7 +296,7 @@ void LoadInto(Field& field, const RecordOf<Field>& record, ParamPath& path,
 // record's value (through its load mapper) and id. On any problem it returns
 // InvalidArgument listing each one with its path, and `module` is unchanged.
 template <Module M>
-absl::Status LoadRecord(M& module, const RecordOf<M>& record) {
+[[nodiscard]] absl::Status LoadRecord(M& module, const RecordOf<M>& record) {
   M loaded = module;
   ParamPath path;
   std::vector<std::string> errors;

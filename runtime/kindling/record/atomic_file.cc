@@ -22,7 +22,7 @@
 namespace kindling::record {
 namespace {
 
-absl::Status ErrnoError(const std::string& what) {
+[[nodiscard]] absl::Status ErrnoError(const std::string& what) {
   return absl::InternalError(Cat(what, ": ", std::strerror(errno)));
 }
 

@@ -68,7 +68,7 @@ class Parser {
   Parser(std::string_view text, size_t max_values)
       : text_(text), max_values_(max_values) {}
 
-  absl::StatusOr<JsonValue> ParseDocument() {
+  [[nodiscard]] absl::StatusOr<JsonValue> ParseDocument() {
     JsonValue value;
     if (absl::Status status = ParseValue(value, 0); !status.ok()) {
       return status;
@@ -79,7 +79,7 @@ class Parser {
   }
 
  private:
-  absl::Status Error(std::string_view problem) const {
+  [[nodiscard]] absl::Status Error(std::string_view problem) const {
     return absl::InvalidArgumentError(
         absl::StrFormat("byte %d: %s", pos_, problem));
   }
@@ -94,7 +94,7 @@ class Parser {
 
   bool AtEnd() const { return pos_ >= text_.size(); }
 
-  absl::Status ParseValue(JsonValue& value, int depth) {
+  [[nodiscard]] absl::Status ParseValue(JsonValue& value, int depth) {
     SkipWhitespace();
     if (AtEnd()) return Error("unexpected end of the JSON text");
     if (++values_ > max_values_) {
@@ -127,7 +127,7 @@ class Parser {
     return absl::StrFormat("\\x%02x", byte);
   }
 
-  absl::Status ParseObject(JsonValue& value, int depth) {
+  [[nodiscard]] absl::Status ParseObject(JsonValue& value, int depth) {
     value.kind = JsonValue::Kind::kObject;
     ++pos_;  // '{'
     absl::flat_hash_set<std::string> seen_keys;
@@ -169,7 +169,7 @@ class Parser {
     }
   }
 
-  absl::Status ParseArray(JsonValue& value, int depth) {
+  [[nodiscard]] absl::Status ParseArray(JsonValue& value, int depth) {
     value.kind = JsonValue::Kind::kArray;
     ++pos_;  // '['
     SkipWhitespace();
@@ -197,7 +197,7 @@ class Parser {
     }
   }
 
-  absl::Status ParseInteger(JsonValue& value) {
+  [[nodiscard]] absl::Status ParseInteger(JsonValue& value) {
     value.kind = JsonValue::Kind::kInteger;
     if (text_[pos_] == '-') {
       value.negative = true;
@@ -228,7 +228,7 @@ class Parser {
   }
 
   // Reads four hex digits at pos_.
-  absl::Status ParseHex4(uint32_t& out) {
+  [[nodiscard]] absl::Status ParseHex4(uint32_t& out) {
     if (text_.size() - pos_ < 4) return Error("truncated \\u escape");
     out = 0;
     for (int i = 0; i < 4; ++i) {
@@ -249,7 +249,7 @@ class Parser {
     return absl::OkStatus();
   }
 
-  absl::Status ParseString(std::string& out) {
+  [[nodiscard]] absl::Status ParseString(std::string& out) {
     ++pos_;  // opening quote
     while (true) {
       if (AtEnd()) return Error("unterminated string");

@@ -66,8 +66,8 @@ std::string_view KindName(JsonValue::Kind kind);
 // ParseJson() parses exactly one value; only whitespace may follow it. Errors
 // are InvalidArgument "byte N: problem"; a document with more than
 // `max_values` values fails with "too many JSON values".
-absl::StatusOr<JsonValue> ParseJson(std::string_view text,
-                                    size_t max_values = kMaxJsonValues);
+[[nodiscard]] absl::StatusOr<JsonValue> ParseJson(
+    std::string_view text, size_t max_values = kMaxJsonValues);
 
 // IsValidUtf8() is true for well-formed UTF-8 (no overlongs, no surrogates,
 // nothing past U+10FFFF). `error_offset` gets the first bad byte otherwise.

@@ -17,7 +17,7 @@
 namespace kindling::record {
 namespace {
 
-absl::Status ErrnoError(int error, const std::string& what) {
+[[nodiscard]] absl::Status ErrnoError(int error, const std::string& what) {
   const std::string message = Cat(what, ": ", std::strerror(error));
   switch (error) {
     case ENOENT:

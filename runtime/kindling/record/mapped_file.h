@@ -33,7 +33,7 @@ class MappedFile {
  public:
   // Open() maps `path`. NotFound / PermissionDenied / Internal name the path
   // and the system error. An empty file maps to an empty span.
-  static absl::StatusOr<std::shared_ptr<const MappedFile>> Open(
+  [[nodiscard]] static absl::StatusOr<std::shared_ptr<const MappedFile>> Open(
       const std::string& path);
 
   MappedFile(const MappedFile&) = delete;

@@ -58,8 +58,8 @@ struct LeafQuery {
 class ModuleLoader {
  public:
   // Open() maps and validates the file (nothing is read from the module).
-  static absl::StatusOr<ModuleLoader> Open(const std::string& path,
-                                           const LoadOptions& options);
+  [[nodiscard]] static absl::StatusOr<ModuleLoader> Open(
+      const std::string& path, const LoadOptions& options);
 
   // Plan() matches one leaf. Returns its plan index, or -1 when the leaf
   // keeps its value (missing from the file, or a problem was recorded).
@@ -67,10 +67,10 @@ class ModuleLoader {
 
   // Finish() reports every problem recorded by Plan() and every unused key,
   // as one InvalidArgument naming the file and each key.
-  absl::Status Finish(std::string_view module_type);
+  [[nodiscard]] absl::Status Finish(std::string_view module_type);
 
   // Materialize() reads planned tensor `plan` (borrowing when it can).
-  absl::StatusOr<TensorBase> Materialize(int plan);
+  [[nodiscard]] absl::StatusOr<TensorBase> Materialize(int plan);
 
   // id() is the ParamId the file recorded for plan `plan`, if any.
   std::optional<ParamId> id(int plan) const { return plans_[plan].id; }
@@ -110,7 +110,8 @@ class ModuleSaver {
 
   // Write() writes every added tensor to `path` atomically (atomic_file.h),
   // one tensor at a time.
-  absl::Status Write(const std::string& path, std::string_view module_type);
+  [[nodiscard]] absl::Status Write(const std::string& path,
+                                   std::string_view module_type);
 
  private:
   struct Entry {

@@ -54,12 +54,14 @@ std::string Quoted(std::string_view key) {
   return out;
 }
 
-absl::Status FileError(std::string_view file, std::string_view problem) {
+[[nodiscard]] absl::Status FileError(std::string_view file,
+                                     std::string_view problem) {
   return absl::InvalidArgumentError(Cat(file, ": ", problem));
 }
 
-absl::Status TensorError(std::string_view file, std::string_view key,
-                         std::string_view problem) {
+[[nodiscard]] absl::Status TensorError(std::string_view file,
+                                       std::string_view key,
+                                       std::string_view problem) {
   return absl::InvalidArgumentError(
       Cat(file, ": tensor ", Quoted(key), ": ", problem));
 }
@@ -73,9 +75,9 @@ bool AsNonNegative(const JsonValue& value, uint64_t limit, uint64_t* out) {
   return true;
 }
 
-absl::StatusOr<TensorInfo> ParseTensor(std::string_view file,
-                                       const std::string& key,
-                                       const JsonValue& value) {
+[[nodiscard]] absl::StatusOr<TensorInfo> ParseTensor(std::string_view file,
+                                                     const std::string& key,
+                                                     const JsonValue& value) {
   if (value.kind != JsonValue::Kind::kObject) {
     return TensorError(file, key,
                        Cat("expected an object, got ", KindName(value.kind)));

@@ -130,7 +130,7 @@ class SafetensorsHeader {
 // ParseSafetensors() validates a whole safetensors file held in memory
 // (usually a read-only mapping) and returns its header. `file_name` only
 // labels error messages.
-absl::StatusOr<SafetensorsHeader> ParseSafetensors(
+[[nodiscard]] absl::StatusOr<SafetensorsHeader> ParseSafetensors(
     std::span<const uint8_t> file, std::string_view file_name);
 
 // TensorSpec: a tensor to be written, before offsets are assigned.
@@ -149,7 +149,7 @@ void SortForAlignment(std::vector<TensorSpec>& specs);
 // `specs` in the given order with `metadata`, and sets `*data_size` to the
 // data section's length. InvalidArgument for duplicate or reserved names,
 // negative dimensions, or sizes that overflow.
-absl::StatusOr<std::string> EncodeSafetensorsHeader(
+[[nodiscard]] absl::StatusOr<std::string> EncodeSafetensorsHeader(
     const std::vector<TensorSpec>& specs,
     const std::vector<std::pair<std::string, std::string>>& metadata,
     uint64_t* data_size);

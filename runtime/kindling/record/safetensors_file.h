@@ -46,8 +46,8 @@ std::optional<DType> FromSafetensorsDType(SafetensorsDType dtype);
 class SafetensorsFile {
  public:
   // Open() maps and validates `path`. Errors name the path (and the key).
-  static absl::StatusOr<std::shared_ptr<const SafetensorsFile>> Open(
-      const std::string& path);
+  [[nodiscard]] static absl::StatusOr<std::shared_ptr<const SafetensorsFile>>
+  Open(const std::string& path);
 
   const SafetensorsHeader& header() const { return header_; }
   const std::string& path() const { return mapping_->path(); }
@@ -71,7 +71,7 @@ class SafetensorsFile {
 // on `device`, borrowing the mapping when it can (see above); `*borrowed`
 // (if given) says whether it did. InvalidArgument naming the file and key
 // when the stored dtype cannot convert to `dtype`.
-absl::StatusOr<TensorBase> ReadTensor(
+[[nodiscard]] absl::StatusOr<TensorBase> ReadTensor(
     const std::shared_ptr<const SafetensorsFile>& file, const TensorInfo& info,
     DType dtype, const Device& device, bool* borrowed = nullptr);
 

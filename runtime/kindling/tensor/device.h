@@ -39,7 +39,7 @@ class Device {
   }
 
   // Parse() reads "cpu", "cuda" (index 0) or "cuda:N".
-  static absl::StatusOr<Device> Parse(std::string_view text);
+  [[nodiscard]] static absl::StatusOr<Device> Parse(std::string_view text);
 
   constexpr DeviceKind type() const { return type_; }
   constexpr int index() const { return index_; }

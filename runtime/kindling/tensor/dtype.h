@@ -96,7 +96,7 @@ std::string_view DTypeName(DType dtype);
 
 // ParseDType() reads a name DTypeName() writes; anything else is
 // InvalidArgument.
-absl::StatusOr<DType> ParseDType(std::string_view name);
+[[nodiscard]] absl::StatusOr<DType> ParseDType(std::string_view name);
 
 std::ostream& operator<<(std::ostream& os, DType dtype);
 

@@ -15,7 +15,20 @@ struct Counters {
   std::atomic<int64_t> bytes_live{0};
   std::atomic<int64_t> peak_bytes{0};
   std::atomic<int64_t> allocation_count{0};
+  std::atomic<int64_t> cached_bytes{0};
+  // bytes_live + cached_bytes, kept in one counter so that its peak is taken
+  // from one atomic update.
+  std::atomic<int64_t> reserved_bytes{0};
+  std::atomic<int64_t> peak_reserved_bytes{0};
 };
+
+// Raises `peak` to `value` unless another thread raised it further.
+void RaisePeak(std::atomic<int64_t>& peak, int64_t value) {
+  int64_t current = peak.load(std::memory_order_relaxed);
+  while (value > current && !peak.compare_exchange_weak(
+                                current, value, std::memory_order_relaxed)) {
+  }
+}
 
 Counters& CountersFor(const Device& device) {
   static std::array<Counters, 1 + kMaxCudaDevices> counters;
@@ -34,6 +47,10 @@ MemoryStats GetMemoryStats(const Device& device) {
   stats.peak_bytes = counters.peak_bytes.load(std::memory_order_relaxed);
   stats.allocation_count =
       counters.allocation_count.load(std::memory_order_relaxed);
+  stats.cached_bytes = counters.cached_bytes.load(std::memory_order_relaxed);
+  stats.reserved_bytes = stats.bytes_live + stats.cached_bytes;
+  stats.peak_reserved_bytes =
+      counters.peak_reserved_bytes.load(std::memory_order_relaxed);
   return stats;
 }
 
@@ -41,6 +58,9 @@ void ResetMemoryStats(const Device& device) {
   Counters& counters = CountersFor(device);
   counters.peak_bytes.store(counters.bytes_live.load(std::memory_order_relaxed),
                             std::memory_order_relaxed);
+  counters.peak_reserved_bytes.store(
+      counters.reserved_bytes.load(std::memory_order_relaxed),
+      std::memory_order_relaxed);
   counters.allocation_count.store(0, std::memory_order_relaxed);
 }
 
@@ -51,14 +71,29 @@ void RecordAllocation(const Device& device, int64_t nbytes) {
   counters.allocation_count.fetch_add(1, std::memory_order_relaxed);
   const int64_t live =
       counters.bytes_live.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
-  int64_t peak = counters.peak_bytes.load(std::memory_order_relaxed);
-  while (live > peak && !counters.peak_bytes.compare_exchange_weak(
-                            peak, live, std::memory_order_relaxed)) {
-  }
+  RaisePeak(counters.peak_bytes, live);
+  const int64_t reserved =
+      counters.reserved_bytes.fetch_add(nbytes, std::memory_order_relaxed) +
+      nbytes;
+  RaisePeak(counters.peak_reserved_bytes, reserved);
 }
 
 void RecordDeallocation(const Device& device, int64_t nbytes) {
-  CountersFor(device).bytes_live.fetch_sub(nbytes, std::memory_order_relaxed);
+  Counters& counters = CountersFor(device);
+  counters.bytes_live.fetch_sub(nbytes, std::memory_order_relaxed);
+  // The allocator may have cached the block just before: the peak is taken
+  // now, once the bytes have moved from live to cached, so that the moment
+  // they count twice never shows.
+  const int64_t reserved =
+      counters.reserved_bytes.fetch_sub(nbytes, std::memory_order_relaxed) -
+      nbytes;
+  RaisePeak(counters.peak_reserved_bytes, reserved);
+}
+
+void RecordCachedBytes(const Device& device, int64_t delta) {
+  Counters& counters = CountersFor(device);
+  counters.cached_bytes.fetch_add(delta, std::memory_order_relaxed);
+  counters.reserved_bytes.fetch_add(delta, std::memory_order_relaxed);
 }
 
 }  // namespace internal

@@ -4,7 +4,9 @@
 // Every storage a backend allocates for a tensor is counted against its device
 // until the last tensor viewing it dies. Memory a tensor merely borrows
 // (Storage::Borrow, e.g. a memory-mapped checkpoint) is not counted: it was
-// never allocated by Kindling.
+// never allocated by Kindling. A backend's allocator that keeps freed blocks
+// for reuse (the CPU's does) reports them as cached; live plus cached is what
+// the process holds for tensors (reserved).
 //
 //   kindling::ResetMemoryStats(kindling::Device::Cpu());
 //   {
@@ -33,14 +35,24 @@ struct MemoryStats {
   int64_t peak_bytes = 0;
   // Storages allocated since the last ResetMemoryStats().
   int64_t allocation_count = 0;
+  // Bytes of freed blocks the device's allocator keeps for reuse.
+  int64_t cached_bytes = 0;
+  // bytes_live + cached_bytes. bytes_live counts what tensors asked for and
+  // cached_bytes whole blocks, so a block freed into the cache adds its
+  // rounding (under a quarter of its size) to reserved_bytes.
+  int64_t reserved_bytes = 0;
+  // The highest reserved_bytes since the last ResetMemoryStats(), taken
+  // whenever a storage is allocated or freed.
+  int64_t peak_reserved_bytes = 0;
 };
 
 // GetMemoryStats() reads the counters of `device`.
 MemoryStats GetMemoryStats(const Device& device);
 
-// ResetMemoryStats() sets peak_bytes to the current bytes_live and
-// allocation_count to zero. bytes_live is never reset: it is a fact, not a
-// statistic.
+// ResetMemoryStats() sets peak_bytes to the current bytes_live,
+// peak_reserved_bytes to the current reserved_bytes and allocation_count to
+// zero. bytes_live and cached_bytes are never reset: they are facts, not
+// statistics.
 void ResetMemoryStats(const Device& device);
 
 namespace internal {
@@ -48,6 +60,8 @@ namespace internal {
 // Called by Storage when it allocates or frees owned memory.
 void RecordAllocation(const Device& device, int64_t nbytes);
 void RecordDeallocation(const Device& device, int64_t nbytes);
+// Called by a backend's allocator when its cache grows (delta > 0) or shrinks.
+void RecordCachedBytes(const Device& device, int64_t delta);
 
 }  // namespace internal
 }  // namespace kindling
