@@ -19,8 +19,9 @@
 //                    `last` or `first` (axis 1 or 0 of a [4096, 1024]
 //                    matrix); the unary ops run on the matrix. PyTorch runs
 //                    in a child process, benches/peers/torch_ops.py --serve
-//                    (/usr/bin/python3, 2 threads), one timed call after each
-//                    Kindling iteration.
+//                    (/usr/bin/python3, as many threads as Kindling's
+//                    OpenMP), one timed call after each Kindling iteration.
+//                    `vs_torch_cpu` is the same ratio of process CPU time.
 // Each ratio's peer runs interleaved with the op inside the same benchmark
 // (one peer call after every iteration, timer paused), so both see the same
 // machine load; BM_Memcpy and BM_CblasSgemm also run alone for reference.
@@ -30,6 +31,7 @@
 #include <cblas.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +44,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "kindling/backend/cpu/parallel.h"
 #include "kindling/tensor/tensor.h"
 
 namespace kindling {
@@ -161,7 +164,8 @@ BENCHMARK(BM_SoftmaxF32)->Unit(benchmark::kMillisecond)->UseRealTime();
 // ----------------------------------------------------------
 
 // TorchPeer is benches/peers/torch_ops.py --serve as a child process: one
-// request line "<op> <runs> <warmups>" in, "<op> <median seconds>" out. It
+// request line "<op> <runs> <warmups>" in, "<op> <median wall seconds>
+// <median CPU seconds>" out. It
 // starts on first use and lives until the benchmark binary exits; error() is
 // non-empty when it could not start or stopped answering.
 class TorchPeer {
@@ -173,29 +177,37 @@ class TorchPeer {
 
   const std::string& error() const { return error_; }
 
-  // Seconds() is torch's median time of `runs` calls of `op` after `warmups`
-  // untimed ones, or a negative number (and error() set) on failure.
-  double Seconds(const std::string& op, int runs, int warmups) {
-    if (!error_.empty()) return -1;
+  // Timing: median wall and process CPU seconds (all threads) of runs.
+  struct Timing {
+    double wall = -1;
+    double cpu = -1;
+  };
+
+  // Time() is torch's median time of `runs` calls of `op` after `warmups`
+  // untimed ones, or negative times (and error() set) on failure.
+  Timing Time(const std::string& op, int runs, int warmups) {
+    if (!error_.empty()) return {};
     const std::string request =
         op + " " + std::to_string(runs) + " " + std::to_string(warmups) + "\n";
     if (write(to_child_, request.data(), request.size()) !=
         static_cast<ssize_t>(request.size())) {
       error_ = "torch peer: write failed";
-      return -1;
+      return {};
     }
     char line[256];
     if (std::fgets(line, sizeof(line), from_child_) == nullptr) {
       error_ = "torch peer: no answer for " + op;
-      return -1;
+      return {};
     }
     char name[128];
-    double seconds = -1;
-    if (std::sscanf(line, "%127s %lf", name, &seconds) != 2 || name != op) {
+    Timing timing;
+    if (std::sscanf(line, "%127s %lf %lf", name, &timing.wall, &timing.cpu) !=
+            3 ||
+        name != op) {
       error_ = "torch peer: bad answer for " + op + ": " + line;
-      return -1;
+      return {};
     }
-    return seconds;
+    return timing;
   }
 
  private:
@@ -218,9 +230,11 @@ class TorchPeer {
     posix_spawn_file_actions_addclose(&actions, request_pipe[1]);
     posix_spawn_file_actions_addclose(&actions, answer_pipe[0]);
     const char* python = "/usr/bin/python3";
-    std::vector<char*> argv = {const_cast<char*>(python),
-                               const_cast<char*>(script.c_str()),
-                               const_cast<char*>("--serve"), nullptr};
+    // Torch gets as many threads as Kindling's kernels use.
+    std::string threads = "--threads=" + std::to_string(cpu::MaxThreads());
+    std::vector<char*> argv = {
+        const_cast<char*>(python), const_cast<char*>(script.c_str()),
+        const_cast<char*>("--serve"), threads.data(), nullptr};
     pid_t pid;
     const int spawned =
         posix_spawn(&pid, python, &actions, nullptr, argv.data(), environ);
@@ -289,28 +303,40 @@ const TorchCaseInputs& Inputs() {
   return *inputs;
 }
 
+double ProcessCpuSeconds() {
+  timespec now;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return now.tv_sec + 1e-9 * now.tv_nsec;
+}
+
 // Runs `op` on the shared inputs each iteration and torch_ops.py's op
 // `torch_op` once after it (timer paused), and reports both medians and
-// vs_torch = torch median / Kindling median.
+// vs_torch = torch median / Kindling median; vs_torch_cpu is the same ratio
+// of process CPU time (both threads; on a machine shared with other work it
+// counts only the time the op was on a core).
 template <class Op>
 void CompareWithTorch(benchmark::State& state, const std::string& torch_op,
                       Op op) {
   const TorchCaseInputs& inputs = Inputs();
   TorchPeer& torch = TorchPeer::Get();
   op(inputs);  // warm up both
-  torch.Seconds(torch_op, 1, 2);
+  torch.Time(torch_op, 1, 2);
   if (!torch.error().empty()) {
     state.SkipWithError(torch.error().c_str());
     return;
   }
-  std::vector<double> ours;
-  std::vector<double> theirs;
+  std::vector<double> ours, ours_cpu;
+  std::vector<double> theirs, theirs_cpu;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
+    const double start_cpu = ProcessCpuSeconds();
     op(inputs);
+    ours_cpu.push_back(ProcessCpuSeconds() - start_cpu);
     ours.push_back(Seconds(std::chrono::steady_clock::now() - start));
     state.PauseTiming();
-    theirs.push_back(torch.Seconds(torch_op, 1, 0));
+    const TorchPeer::Timing timing = torch.Time(torch_op, 1, 0);
+    theirs.push_back(timing.wall);
+    theirs_cpu.push_back(timing.cpu);
     state.ResumeTiming();
   }
   if (!torch.error().empty()) {
@@ -320,6 +346,7 @@ void CompareWithTorch(benchmark::State& state, const std::string& torch_op,
   state.counters["kindling_ms"] = Median(ours) * 1e3;
   state.counters["torch_ms"] = Median(theirs) * 1e3;
   state.counters["vs_torch"] = Median(theirs) / Median(ours);
+  state.counters["vs_torch_cpu"] = Median(theirs_cpu) / Median(ours_cpu);
 }
 
 template <class T>

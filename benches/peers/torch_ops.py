@@ -2,17 +2,18 @@
 """PyTorch timings of the ops in benches/tensor_bench.cc, for its vs_torch.
 
 Each op runs on the same shapes and value distributions as the Kindling
-benchmark of the same name, with torch.set_num_threads(2) (Kindling's OpenMP
-thread count here). Two modes:
+benchmark of the same name, with torch.set_num_threads(--threads), 2 by
+default (Kindling's OpenMP thread count here; tensor_bench passes its own).
+Two modes:
 
   torch_ops.py [--runs N]   times every op: N timed runs after warm-up, prints
-                            one line per op, "<name> <median seconds>".
+                            one line per op, "<name> <median wall seconds>
+                            <median process CPU seconds>".
   torch_ops.py --serve      reads requests "<name> <runs> [<warmups>]" from
                             stdin (default 2 warm-up calls) and answers each
-                            with "<name> <median seconds>" on
-                            stdout, so tensor_bench can interleave a torch run
-                            with each of its own iterations (same machine load).
-                            "list" answers with the op names, space-separated.
+                            with the same line on stdout, so tensor_bench can
+                            interleave a torch run with each of its own
+                            iterations (same machine load).
 
 An unknown name is answered "<name> error unknown op" (serve mode) or exits
 with status 2 (batch mode).
@@ -67,15 +68,17 @@ def _ops():
 
 
 def median_seconds(op, runs, warmups=2):
-    """Median wall time of `runs` calls of op() after `warmups` calls."""
+    """Median wall time and median process CPU time (all threads) of `runs`
+    calls of op() after `warmups` calls."""
     for _ in range(warmups):
         op()
-    times = []
+    wall, cpu = [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         op()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        cpu.append(time.process_time() - start_cpu)
+        wall.append(time.perf_counter() - start)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def serve(ops):
@@ -83,26 +86,24 @@ def serve(ops):
         words = line.split()
         if not words:
             continue
-        if words[0] == "list":
-            print(" ".join(ops), flush=True)
-            continue
         name = words[0]
         runs = int(words[1]) if len(words) > 1 else 1
         warmups = int(words[2]) if len(words) > 2 else 2
         if name not in ops:
             print(f"{name} error unknown op", flush=True)
             continue
-        seconds = median_seconds(ops[name], runs, warmups)
-        print(f"{name} {seconds:.9g}", flush=True)
+        wall, cpu = median_seconds(ops[name], runs, warmups)
+        print(f"{name} {wall:.9g} {cpu:.9g}", flush=True)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--serve", action="store_true")
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("ops", nargs="*", help="op names (default: all)")
     args = parser.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
     ops = _ops()
     if args.serve:
@@ -112,7 +113,8 @@ def main():
         if name not in ops:
             print(f"unknown op {name}; known: {' '.join(ops)}", file=sys.stderr)
             sys.exit(2)
-        print(f"{name} {median_seconds(ops[name], args.runs):.9g}", flush=True)
+        wall, cpu = median_seconds(ops[name], args.runs)
+        print(f"{name} {wall:.9g} {cpu:.9g}", flush=True)
 
 
 if __name__ == "__main__":

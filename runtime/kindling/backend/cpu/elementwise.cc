@@ -334,17 +334,17 @@ void UnaryTyped(UnaryOp op, const StridedLayout<2>& layout, double arg0,
   if constexpr (std::is_same_v<T, float>) {
     switch (op) {
       case UnaryOp::kExp:
-        return RunUnaryF32(layout, Exp8);
+        return RunUnaryF32(layout, [](__m256 x) { return Exp8(x); });
       case UnaryOp::kLog:
-        return RunUnaryF32(layout, Log8);
+        return RunUnaryF32(layout, [](__m256 x) { return Log8(x); });
       case UnaryOp::kSqrt:
-        return RunUnaryF32(layout, Sqrt8);
+        return RunUnaryF32(layout, [](__m256 x) { return Sqrt8(x); });
       case UnaryOp::kGelu:
-        return RunUnaryF32(layout, Gelu8);
+        return RunUnaryF32(layout, [](__m256 x) { return Gelu8(x); });
       case UnaryOp::kSigmoid:
-        return RunUnaryF32(layout, Sigmoid8);
+        return RunUnaryF32(layout, [](__m256 x) { return Sigmoid8(x); });
       case UnaryOp::kTanh:
-        return RunUnaryF32(layout, Tanh8);
+        return RunUnaryF32(layout, [](__m256 x) { return Tanh8(x); });
       default:
         break;
     }

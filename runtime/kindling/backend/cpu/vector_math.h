@@ -15,7 +15,7 @@
 //             subnormal inputs handled.
 //   Tanh8     <= 2 ulp [1]; +-1 for large |x|.
 //   Sigmoid8  <= 3 ulp [2] where the result is normal; 0 below x = -88.7.
-//   Gelu8     x * Phi(x) (the exact, erf form): <= 8 ulp [6] for x >= -9 (also
+//   Gelu8     x * Phi(x) (the exact, erf form): <= 8 ulp [7] for x >= -9 (also
 //             where Phi(x) is tiny: it is computed as erfc, never as 1 +
 //             erf), underflowing to 0 near x = -14.3.
 // All map NaN to NaN. Range reduction follows Cephes (Cody-Waite with ln 2
@@ -136,34 +136,78 @@ inline __m256 Clamp(__m256 x, float low, float high) {
                        _mm256_set1_ps(high));
 }
 
+// ExpPolynomial() is e^r for |r| <= about ln2 / 2 (Cephes expf
+// coefficients), 1 + r + r^2 p(r) with p by Estrin's scheme: a shorter
+// dependency chain than Horner's, which is what bounds these loops (GELU
+// and softmax run several of these chains per element).
+inline __m256 ExpPolynomial(__m256 r) {
+  const __m256 r2 = _mm256_mul_ps(r, r);
+  const __m256 r4 = _mm256_mul_ps(r2, r2);
+  const __m256 p01 = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r,
+                                     _mm256_set1_ps(1.3981999507e-3f));
+  const __m256 p23 = _mm256_fmadd_ps(_mm256_set1_ps(8.3334519073e-3f), r,
+                                     _mm256_set1_ps(4.1665795894e-2f));
+  const __m256 p45 = _mm256_fmadd_ps(_mm256_set1_ps(1.6666665459e-1f), r,
+                                     _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 p = _mm256_fmadd_ps(p01, r4, _mm256_fmadd_ps(p23, r2, p45));
+  return _mm256_add_ps(_mm256_fmadd_ps(p, r2, r), _mm256_set1_ps(1.0f));
+}
+
+// ln 2 split so that n * kLn2High is exact for |n| < 2^15 and x - n ln 2
+// loses nothing.
+constexpr float kLn2High = 0.693359375f;
+constexpr float kLn2Low = -2.12194440e-4f;
+constexpr float kLog2e = 1.44269504088896341f;
+
+// RoundLog2() is round(x / ln 2) per lane.
+inline __m256 RoundLog2(__m256 x) {
+  return _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)),
+                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+// AllWithin() is whether every lane has |x| <= limit (false on a NaN).
+inline bool AllWithin(__m256 x, float limit) {
+  return _mm256_movemask_ps(
+             _mm256_cmp_ps(Abs(x), _mm256_set1_ps(limit), _CMP_LE_OQ)) == 0xff;
+}
+
+// The fast path's bound: for |x| <= 86, 2^n * e^r is a normal float, so 2^n
+// can be added into the exponent bits directly.
+constexpr float kExpFastLimit = 86.0f;
+
+// TimesPowerOfTwo() is value * 2^n for a normal result.
+inline __m256 TimesPowerOfTwo(__m256 value, __m256 n) {
+  return _mm256_castsi256_ps(
+      _mm256_add_epi32(_mm256_castps_si256(value),
+                       _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23)));
+}
+
+// ExpSumGeneral() is ExpSum() for any lanes: clamped to [-104, 89] (beyond
+// it e^x is 0 or inf in float), 2^n applied as two factors so that results
+// reach the subnormals, and high + low below -104 giving 0.
+inline __m256 ExpSumGeneral(__m256 high, __m256 low) {
+  const __m256 sum = _mm256_add_ps(high, low);
+  const __m256 n = RoundLog2(Clamp(sum, -104.0f, 89.0f));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2High),
+                              Clamp(high, -104.0f, 89.0f));
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Low), r);
+  r = _mm256_add_ps(r, low);
+  return _mm256_blendv_ps(
+      ScaleByPowerOfTwo(ExpPolynomial(r), n), _mm256_setzero_ps(),
+      _mm256_cmp_ps(sum, _mm256_set1_ps(-104.0f), _CMP_LT_OQ));
+}
+
 // ExpSum() is e^(high + low) for `low` small next to `high` or both small;
 // `low` joins after the range reduction, so its bits are kept (GELU passes
-// -x^2 / 2 as an exact high + low pair). high + low below -104 gives 0.
+// -x^2 / 2 as an exact high + low pair). Lanes beyond +-86 or NaN take the
+// general path for the whole vector.
 inline __m256 ExpSum(__m256 high, __m256 low) {
-  // Beyond [-104, 89] e^x is 0 or inf in float; clamping keeps n in range.
   const __m256 sum = _mm256_add_ps(high, low);
-  // n = round(x / ln 2); r = x - n ln 2 with ln 2 split so that n * 0.693359375
-  // is exact and the subtraction loses nothing.
-  const __m256 n =
-      _mm256_round_ps(_mm256_mul_ps(Clamp(sum, -104.0f, 89.0f),
-                                    _mm256_set1_ps(1.44269504088896341f)),
-                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f),
-                              Clamp(high, -104.0f, 89.0f));
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  r = _mm256_add_ps(r, low);
-  // e^r on about [-ln2/2, ln2/2] (Cephes expf coefficients).
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  const __m256 er = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r),
-                                  _mm256_set1_ps(1.0f));
-  return _mm256_blendv_ps(
-      ScaleByPowerOfTwo(er, n), _mm256_setzero_ps(),
-      _mm256_cmp_ps(sum, _mm256_set1_ps(-104.0f), _CMP_LT_OQ));
+  if (!AllWithin(sum, kExpFastLimit)) return ExpSumGeneral(high, low);
+  const __m256 n = RoundLog2(sum);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2High), high);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Low), r);
+  return TimesPowerOfTwo(ExpPolynomial(_mm256_add_ps(r, low)), n);
 }
 
 }  // namespace vector_math_internal
@@ -171,10 +215,17 @@ inline __m256 ExpSum(__m256 high, __m256 low) {
 // Exp8() is e^x per lane.
 inline __m256 Exp8(__m256 x) {
   namespace internal = vector_math_internal;
-  // A NaN lane is -104 here and put back at the end.
-  const __m256 safe = internal::Clamp(x, -104.0f, 89.0f);
-  const __m256 result = internal::ExpSum(safe, _mm256_setzero_ps());
-  return _mm256_blendv_ps(result, x, internal::IsNan(x));
+  if (!internal::AllWithin(x, internal::kExpFastLimit)) {
+    // A NaN lane is -104 in the general path and put back here.
+    return _mm256_blendv_ps(
+        internal::ExpSumGeneral(internal::Clamp(x, -104.0f, 89.0f),
+                                _mm256_setzero_ps()),
+        x, internal::IsNan(x));
+  }
+  const __m256 n = internal::RoundLog2(x);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(internal::kLn2High), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(internal::kLn2Low), r);
+  return internal::TimesPowerOfTwo(internal::ExpPolynomial(r), n);
 }
 
 // Log8() is the natural logarithm per lane.
@@ -273,16 +324,21 @@ inline __m256 Gelu8(__m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f);
   const __m256 u =
       _mm256_div_ps(one, _mm256_fmadd_ps(t, _mm256_set1_ps(0.5f), one));
-  __m256 c = _mm256_set1_ps(0.17087277f);
-  c = _mm256_fmadd_ps(c, u, _mm256_set1_ps(-0.82215223f));
-  c = _mm256_fmadd_ps(c, u, _mm256_set1_ps(1.48851587f));
-  c = _mm256_fmadd_ps(c, u, _mm256_set1_ps(-1.13520398f));
-  c = _mm256_fmadd_ps(c, u, _mm256_set1_ps(0.27886807f));
-  c = _mm256_fmadd_ps(c, u, _mm256_set1_ps(-0.18628806f));
-  c = _mm256_fmadd_ps(c, u, _mm256_set1_ps(0.09678418f));
-  c = _mm256_fmadd_ps(c, u, _mm256_set1_ps(0.37409196f));
-  c = _mm256_fmadd_ps(c, u, _mm256_set1_ps(1.00002368f));
-  c = _mm256_fmadd_ps(c, u, _mm256_set1_ps(-1.26551223f));
+  // c(u), degree 9, by Estrin's scheme (see ExpPolynomial).
+  const __m256 u2 = _mm256_mul_ps(u, u);
+  const __m256 u4 = _mm256_mul_ps(u2, u2);
+  const __m256 u8 = _mm256_mul_ps(u4, u4);
+  auto pair = [&](float high, float low) {
+    return _mm256_fmadd_ps(_mm256_set1_ps(high), u, _mm256_set1_ps(low));
+  };
+  const __m256 c01 = pair(1.00002368f, -1.26551223f);
+  const __m256 c23 = pair(0.09678418f, 0.37409196f);
+  const __m256 c45 = pair(0.27886807f, -0.18628806f);
+  const __m256 c67 = pair(1.48851587f, -1.13520398f);
+  const __m256 c89 = pair(0.17087277f, -0.82215223f);
+  const __m256 c0123 = _mm256_fmadd_ps(c23, u2, c01);
+  const __m256 c4567 = _mm256_fmadd_ps(c67, u2, c45);
+  const __m256 c = _mm256_fmadd_ps(c89, u8, _mm256_fmadd_ps(c4567, u4, c0123));
   // -t^2 = -(x^2)/2 exactly as high + low.
   const __m256 square = _mm256_mul_ps(magnitude, magnitude);
   const __m256 square_error = _mm256_fmsub_ps(magnitude, magnitude, square);
