@@ -681,17 +681,20 @@ constexpr int64_t kSoftmaxBuffer = 4096;
 // Outputs this large stream (as in elementwise.cc).
 constexpr int64_t kSoftmaxStreamingBytes = int64_t{4} << 20;
 
-// LogSubtract() is float(double(x - max) - log_sum) per lane, the rounding
-// of SoftmaxLine's log_softmax; lanes 0-3 subtract log_sum_low, 4-7
-// log_sum_high.
-inline __m256 LogSubtract(__m256 x, __m256 max, __m256d log_sum_low,
-                          __m256d log_sum_high) {
-  const __m256 shifted = _mm256_sub_ps(x, max);
-  const __m128 low = _mm256_cvtpd_ps(_mm256_sub_pd(
-      _mm256_cvtps_pd(_mm256_castps256_ps128(shifted)), log_sum_low));
-  const __m128 high = _mm256_cvtpd_ps(_mm256_sub_pd(
-      _mm256_cvtps_pd(_mm256_extractf128_ps(shifted, 1)), log_sum_high));
-  return _mm256_set_m128(high, low);
+// LogSum is log(sum) split into floats, high + low, so that
+// (x - max - high) - low rounds about once, like SoftmaxLine's double
+// subtraction, at two float operations a vector.
+struct LogSum {
+  explicit LogSum(double log_sum)
+      : high(static_cast<float>(log_sum)),
+        low(static_cast<float>(log_sum - static_cast<double>(high))) {}
+  float high;
+  float low;
+};
+
+// LogSubtract() is (x - max - high) - low per lane.
+inline __m256 LogSubtract(__m256 x, __m256 max, __m256 high, __m256 low) {
+  return _mm256_sub_ps(_mm256_sub_ps(_mm256_sub_ps(x, max), high), low);
 }
 
 // SoftmaxRowF32(): softmax (or log_softmax) of contiguous x[0..n) into y,
@@ -722,9 +725,11 @@ void SoftmaxRowF32(float* y, const float* x, int64_t n, bool log, bool stream,
   }
   const double total = Sum4d(sum);
   if (log) {
-    const __m256d log_sum = _mm256_set1_pd(std::log(total));
+    const LogSum log_sum(std::log(total));
+    const __m256 high = _mm256_set1_ps(log_sum.high);
+    const __m256 low = _mm256_set1_ps(log_sum.low);
     WriteFloats(y, n, stream, [&](int64_t i, int64_t lanes) {
-      return LogSubtract(load(x, i, lanes), max, log_sum, log_sum);
+      return LogSubtract(load(x, i, lanes), max, high, low);
     });
     return;
   }
@@ -773,19 +778,22 @@ void SoftmaxColumnsF32(float* y, const ColumnBlock& b, bool log) {
     }
   }
   if (log) {
-    alignas(32) double log_sums[2 * kVectors * 4];
-    for (int k = 0; k < 2 * kVectors; ++k) {
-      _mm256_store_pd(log_sums + 4 * k, sum[k]);
-    }
-    for (double& value : log_sums) value = std::log(value);
-    for (int k = 0; k < 2 * kVectors; ++k) {
-      sum[k] = _mm256_load_pd(log_sums + 4 * k);
+    alignas(32) double sums[kSoftmaxColumns];
+    alignas(32) float highs[kSoftmaxColumns];
+    alignas(32) float lows[kSoftmaxColumns];
+    for (int k = 0; k < 2 * kVectors; ++k)
+      _mm256_store_pd(sums + 4 * k, sum[k]);
+    for (int64_t i = 0; i < kSoftmaxColumns; ++i) {
+      const LogSum log_sum(std::log(sums[i]));
+      highs[i] = log_sum.high;
+      lows[i] = log_sum.low;
     }
     for (int64_t r = 0; r < b.n; ++r) {
       for (int k = 0; k < kVectors; ++k) {
         const __m256 x = masks.Load<kFull>(b.x + r * b.stride, k);
         masks.Store<kFull>(y + r * b.stride, k,
-                           LogSubtract(x, max[k], sum[2 * k], sum[2 * k + 1]));
+                           LogSubtract(x, max[k], _mm256_load_ps(highs + 8 * k),
+                                       _mm256_load_ps(lows + 8 * k)));
       }
     }
     return;
