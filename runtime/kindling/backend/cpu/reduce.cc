@@ -102,13 +102,9 @@ __m256 MaxOrMin(__m256 a, __m256 b) {
   return kMax ? _mm256_max_ps(a, b) : _mm256_min_ps(a, b);
 }
 
-// Floats: four vector accumulators (vmaxps keeps one of its operands on NaN,
-// so NaNs are tracked apart in an unordered-compare mask).
-template <>
-float ExtremeRow<float, true>(const float* x, int64_t n);
-template <>
-float ExtremeRow<float, false>(const float* x, int64_t n);
-
+// ExtremeRowF32() is ExtremeRow for floats with four vector accumulators
+// (vmaxps keeps one of its operands on NaN, so NaNs are tracked apart in an
+// unordered-compare mask).
 template <bool kMax>
 float ExtremeRowF32(const float* x, int64_t n) {
   const __m256 first = _mm256_set1_ps(x[0]);
