@@ -28,6 +28,11 @@
 //
 //   tools/bazel run //benches:tensor_bench -- --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
+//
+// On an overloaded machine prefix OMP_WAIT_POLICY=passive (both processes
+// inherit it): with libgomp's default spin-then-sleep barrier wait, 2-thread
+// ops were seen taking tens of milliseconds where the work takes 0.5, so the
+// timings measured the scheduler queue, not the kernels.
 #include <cblas.h>
 #include <spawn.h>
 #include <sys/wait.h>
