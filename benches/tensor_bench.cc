@@ -12,21 +12,44 @@
 //   BM_SoftmaxF32    softmax(1) of [4096, 1024]  `ratio_vs_memcpy` as above
 //                                        (1 read + 1 write).
 //   BM_AddSmallF32   a + b of 16..16K floats: time per op (dispatch cost).
+//   BM_Reduce/<op>_<where>, BM_Softmax/<op>_<where>, BM_Unary/<op>
+//                    `vs_torch`: PyTorch's median time for the same op on the
+//                    same shape / Kindling's median time (>= 1 means at least
+//                    as fast). <where> is `all` (a 16M-element vector),
+//                    `last` or `first` (axis 1 or 0 of a [4096, 1024]
+//                    matrix); the unary ops run on the matrix. PyTorch runs
+//                    in a child process, benches/peers/torch_ops.py --serve
+//                    (/usr/bin/python3, as many threads as Kindling's
+//                    OpenMP), one timed call after each Kindling iteration.
+//                    `vs_torch_cpu` is the same ratio of process CPU time.
 // Each ratio's peer runs interleaved with the op inside the same benchmark
 // (one peer call after every iteration, timer paused), so both see the same
 // machine load; BM_Memcpy and BM_CblasSgemm also run alone for reference.
 //
 //   tools/bazel run //benches:tensor_bench -- --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
+//
+// On an overloaded machine prefix OMP_WAIT_POLICY=passive (both processes
+// inherit it): with libgomp's default spin-then-sleep barrier wait, 2-thread
+// ops were seen taking tens of milliseconds where the work takes 0.5, so the
+// timings measured the scheduler queue, not the kernels.
 #include <cblas.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "kindling/backend/cpu/parallel.h"
 #include "kindling/tensor/tensor.h"
 
 namespace kindling {
@@ -141,6 +164,245 @@ void BM_SoftmaxF32(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_SoftmaxF32)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// --- Against PyTorch
+// ----------------------------------------------------------
+
+// TorchPeer is benches/peers/torch_ops.py --serve as a child process: one
+// request line "<op> <runs> <warmups>" in, "<op> <median wall seconds>
+// <median CPU seconds>" out. It
+// starts on first use and lives until the benchmark binary exits; error() is
+// non-empty when it could not start or stopped answering.
+class TorchPeer {
+ public:
+  static TorchPeer& Get() {
+    static TorchPeer* peer = new TorchPeer();  // never destroyed: exit reaps it
+    return *peer;
+  }
+
+  const std::string& error() const { return error_; }
+
+  // Timing: median wall and process CPU seconds (all threads) of runs.
+  struct Timing {
+    double wall = -1;
+    double cpu = -1;
+  };
+
+  // Time() is torch's median time of `runs` calls of `op` after `warmups`
+  // untimed ones, or negative times (and error() set) on failure.
+  Timing Time(const std::string& op, int runs, int warmups) {
+    if (!error_.empty()) return {};
+    const std::string request =
+        op + " " + std::to_string(runs) + " " + std::to_string(warmups) + "\n";
+    if (write(to_child_, request.data(), request.size()) !=
+        static_cast<ssize_t>(request.size())) {
+      error_ = "torch peer: write failed";
+      return {};
+    }
+    char line[256];
+    if (std::fgets(line, sizeof(line), from_child_) == nullptr) {
+      error_ = "torch peer: no answer for " + op;
+      return {};
+    }
+    char name[128];
+    Timing timing;
+    if (std::sscanf(line, "%127s %lf %lf", name, &timing.wall, &timing.cpu) !=
+            3 ||
+        name != op) {
+      error_ = "torch peer: bad answer for " + op + ": " + line;
+      return {};
+    }
+    return timing;
+  }
+
+ private:
+  TorchPeer() {
+    const std::string script = FindScript();
+    if (script.empty()) {
+      error_ = "torch peer: benches/peers/torch_ops.py not found";
+      return;
+    }
+    int request_pipe[2];
+    int answer_pipe[2];
+    if (pipe(request_pipe) != 0 || pipe(answer_pipe) != 0) {
+      error_ = "torch peer: pipe failed";
+      return;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, request_pipe[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, answer_pipe[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, request_pipe[1]);
+    posix_spawn_file_actions_addclose(&actions, answer_pipe[0]);
+    const char* python = "/usr/bin/python3";
+    // Torch gets as many threads as Kindling's kernels use.
+    std::string threads = "--threads=" + std::to_string(cpu::MaxThreads());
+    std::vector<char*> argv = {
+        const_cast<char*>(python), const_cast<char*>(script.c_str()),
+        const_cast<char*>("--serve"), threads.data(), nullptr};
+    pid_t pid;
+    const int spawned =
+        posix_spawn(&pid, python, &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(request_pipe[0]);
+    close(answer_pipe[1]);
+    if (spawned != 0) {
+      error_ = std::string("torch peer: cannot run ") + python + ": " +
+               std::strerror(spawned);
+      return;
+    }
+    to_child_ = request_pipe[1];
+    from_child_ = fdopen(answer_pipe[0], "r");
+  }
+
+  // FindScript() is torch_ops.py in the source tree under `tools/bazel run`,
+  // else in the runfiles (the working directory of `bazel run` and `bazel
+  // test`, or next to the binary).
+  static std::string FindScript() {
+    constexpr char kPath[] = "benches/peers/torch_ops.py";
+    std::vector<std::string> candidates;
+    if (const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY")) {
+      candidates.push_back(std::string(workspace) + "/" + kPath);
+    }
+    candidates.push_back(kPath);
+    char self[4096];
+    const ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (length > 0) {
+      candidates.push_back(std::string(self, length) + ".runfiles/kindling/" +
+                           kPath);
+    }
+    for (const std::string& candidate : candidates) {
+      if (access(candidate.c_str(), R_OK) == 0) return candidate;
+    }
+    return "";
+  }
+
+  std::string error_;
+  int to_child_ = -1;
+  FILE* from_child_ = nullptr;
+};
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle]
+                                : 0.5 * (values[middle - 1] + values[middle]);
+}
+
+// The inputs of the vs_torch benchmarks, made once, with the shapes and
+// distributions torch_ops.py uses.
+struct TorchCaseInputs {
+  Tensor<1> flat;      // [16M] N(0, 1)
+  Tensor<2> matrix;    // [4096, 1024] N(0, 1)
+  Tensor<2> positive;  // [4096, 1024] U[0.01, 10), for log and sqrt
+};
+
+const TorchCaseInputs& Inputs() {
+  static const TorchCaseInputs* inputs = [] {
+    Generator generator(1);
+    return new TorchCaseInputs{
+        Tensor<1>::RandomNormal({kElements}, generator),
+        Tensor<2>::RandomNormal({4096, 1024}, generator),
+        Tensor<2>::RandomUniform({4096, 1024}, generator, 0.01, 10.0)};
+  }();
+  return *inputs;
+}
+
+double ProcessCpuSeconds() {
+  timespec now;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return now.tv_sec + 1e-9 * now.tv_nsec;
+}
+
+// Runs `op` on the shared inputs each iteration and torch_ops.py's op
+// `torch_op` once after it (timer paused), and reports both medians and
+// vs_torch = torch median / Kindling median; vs_torch_cpu is the same ratio
+// of process CPU time (both threads; on a machine shared with other work it
+// counts only the time the op was on a core).
+template <class Op>
+void CompareWithTorch(benchmark::State& state, const std::string& torch_op,
+                      Op op) {
+  const TorchCaseInputs& inputs = Inputs();
+  TorchPeer& torch = TorchPeer::Get();
+  op(inputs);  // warm up both
+  torch.Time(torch_op, 1, 2);
+  if (!torch.error().empty()) {
+    state.SkipWithError(torch.error().c_str());
+    return;
+  }
+  std::vector<double> ours, ours_cpu;
+  std::vector<double> theirs, theirs_cpu;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const double start_cpu = ProcessCpuSeconds();
+    op(inputs);
+    ours_cpu.push_back(ProcessCpuSeconds() - start_cpu);
+    ours.push_back(Seconds(std::chrono::steady_clock::now() - start));
+    state.PauseTiming();
+    const TorchPeer::Timing timing = torch.Time(torch_op, 1, 0);
+    theirs.push_back(timing.wall);
+    theirs_cpu.push_back(timing.cpu);
+    state.ResumeTiming();
+  }
+  if (!torch.error().empty()) {
+    state.SkipWithError(torch.error().c_str());
+    return;
+  }
+  state.counters["kindling_ms"] = Median(ours) * 1e3;
+  state.counters["torch_ms"] = Median(theirs) * 1e3;
+  state.counters["vs_torch"] = Median(theirs) / Median(ours);
+  state.counters["vs_torch_cpu"] = Median(theirs_cpu) / Median(ours_cpu);
+}
+
+template <class T>
+void Keep(const T& result) {
+  benchmark::DoNotOptimize(result.base().data());
+}
+
+void BM_Reduce(benchmark::State& state, const std::string& torch_op,
+               void (*op)(const TorchCaseInputs&)) {
+  CompareWithTorch(state, torch_op, op);
+}
+void BM_Softmax(benchmark::State& state, const std::string& torch_op,
+                void (*op)(const TorchCaseInputs&)) {
+  CompareWithTorch(state, torch_op, op);
+}
+void BM_Unary(benchmark::State& state, const std::string& torch_op,
+              void (*op)(const TorchCaseInputs&)) {
+  CompareWithTorch(state, torch_op, op);
+}
+
+using In = const TorchCaseInputs&;
+#define KINDLING_VS_TORCH(family, name, expression)                       \
+  BENCHMARK_CAPTURE(family, name, #name, [](In in) { Keep(expression); }) \
+      ->Unit(benchmark::kMillisecond)                                     \
+      ->UseRealTime()
+
+KINDLING_VS_TORCH(BM_Reduce, sum_all, in.flat.sum());
+KINDLING_VS_TORCH(BM_Reduce, sum_last, in.matrix.sum_dim(1));
+KINDLING_VS_TORCH(BM_Reduce, sum_first, in.matrix.sum_dim(0));
+KINDLING_VS_TORCH(BM_Reduce, mean_all, in.flat.mean());
+KINDLING_VS_TORCH(BM_Reduce, mean_last, in.matrix.mean_dim(1));
+KINDLING_VS_TORCH(BM_Reduce, mean_first, in.matrix.mean_dim(0));
+KINDLING_VS_TORCH(BM_Reduce, max_all, in.flat.max());
+KINDLING_VS_TORCH(BM_Reduce, max_last, in.matrix.max_dim(1));
+KINDLING_VS_TORCH(BM_Reduce, max_first, in.matrix.max_dim(0));
+KINDLING_VS_TORCH(BM_Reduce, min_all, in.flat.min());
+KINDLING_VS_TORCH(BM_Reduce, min_last, in.matrix.min_dim(1));
+KINDLING_VS_TORCH(BM_Reduce, min_first, in.matrix.min_dim(0));
+KINDLING_VS_TORCH(BM_Reduce, argmax_all, in.flat.argmax(0));
+KINDLING_VS_TORCH(BM_Reduce, argmax_last, in.matrix.argmax(1));
+KINDLING_VS_TORCH(BM_Reduce, argmax_first, in.matrix.argmax(0));
+KINDLING_VS_TORCH(BM_Softmax, softmax_last, in.matrix.softmax(1));
+KINDLING_VS_TORCH(BM_Softmax, softmax_first, in.matrix.softmax(0));
+KINDLING_VS_TORCH(BM_Softmax, log_softmax_last, in.matrix.log_softmax(1));
+KINDLING_VS_TORCH(BM_Softmax, log_softmax_first, in.matrix.log_softmax(0));
+KINDLING_VS_TORCH(BM_Unary, exp, in.matrix.exp());
+KINDLING_VS_TORCH(BM_Unary, log, in.positive.log());
+KINDLING_VS_TORCH(BM_Unary, tanh, in.matrix.tanh());
+KINDLING_VS_TORCH(BM_Unary, sigmoid, in.matrix.sigmoid());
+KINDLING_VS_TORCH(BM_Unary, gelu, in.matrix.gelu());
+KINDLING_VS_TORCH(BM_Unary, sqrt, in.positive.sqrt());
 
 void BM_CblasSgemm(benchmark::State& state) {
   const int n = kMatmulSize;

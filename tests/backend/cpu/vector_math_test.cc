@@ -1,48 +1,198 @@
-// VectorExp against the correctly rounded e^x (double exp, rounded to float).
+// The vector math functions against the correctly rounded result (the double
+// function, rounded to float), over about a million inputs each.
 #include "kindling/backend/cpu/vector_math.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <limits>
+#include <vector>
 
 #include "gtest/gtest.h"
 
 namespace kindling::cpu {
 namespace {
 
-int UlpDistance(float a, float b) {
-  return std::abs(std::bit_cast<int32_t>(a) - std::bit_cast<int32_t>(b));
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+
+// OrderedBits() maps floats to integers in value order, so that the
+// difference of two is their distance in ulps (across zero too).
+int64_t OrderedBits(float x) {
+  const int32_t bits = std::bit_cast<int32_t>(x);
+  return bits < 0 ? int64_t{INT32_MIN} - bits : bits;
 }
 
-TEST(VectorExpTest, WithinTwoUlpAcrossTheFloatRange) {
-  int worst = 0;
-  // Every 4099th bit pattern of both signs: about a million values.
+int64_t UlpDistance(float a, float b) {
+  return std::abs(OrderedBits(a) - OrderedBits(b));
+}
+
+// Apply() runs an eight-lane function on `inputs` (any count).
+std::vector<float> Apply(__m256 (*function)(__m256),
+                         const std::vector<float>& inputs) {
+  std::vector<float> outputs(inputs.size());
+  for (size_t i = 0; i < inputs.size(); i += 8) {
+    const int64_t count = std::min<int64_t>(8, inputs.size() - i);
+    StorePartial(outputs.data() + i, count,
+                 function(LoadPartial(inputs.data() + i, count, 0.0f)));
+  }
+  return outputs;
+}
+
+float Apply(__m256 (*function)(__m256), float x) {
+  return Apply(function, std::vector<float>{x})[0];
+}
+
+// Every 4099th bit pattern of both signs within [low, high] (NaNs skipped).
+std::vector<float> SampleRange(float low, float high) {
+  std::vector<float> values;
   for (uint64_t bits = 0; bits <= 0xffffffffull; bits += 4099) {
     const float x = std::bit_cast<float>(static_cast<uint32_t>(bits));
-    if (std::isnan(x)) continue;
-    const float expected = static_cast<float>(std::exp(static_cast<double>(x)));
-    const float actual = VectorExp(x);
-    if (expected == 0 || std::isinf(expected)) {
-      ASSERT_EQ(expected, actual) << x;
-      continue;
-    }
-    worst = std::max(worst, UlpDistance(expected, actual));
-    ASSERT_LE(UlpDistance(expected, actual), 2) << x;
+    if (x >= low && x <= high) values.push_back(x);
   }
-  EXPECT_LE(worst, 2);
+  return values;
 }
 
-TEST(VectorExpTest, SpecialValues) {
-  EXPECT_EQ(1.0f, VectorExp(0.0f));
-  EXPECT_EQ(0.0f, VectorExp(-std::numeric_limits<float>::infinity()));
-  EXPECT_TRUE(std::isinf(VectorExp(std::numeric_limits<float>::infinity())));
-  EXPECT_TRUE(std::isnan(VectorExp(std::numeric_limits<float>::quiet_NaN())));
-  EXPECT_TRUE(std::isinf(VectorExp(89.0f)));
-  EXPECT_EQ(0.0f, VectorExp(-200.0f));
+// WorstUlp() is the largest ulp distance of function(x) from
+// reference(x) rounded to float over `inputs`; it also checks that results
+// the reference calls 0, infinite or NaN are exactly that.
+int64_t WorstUlp(__m256 (*function)(__m256),
+                 const std::function<double(double)>& reference,
+                 const std::vector<float>& inputs) {
+  const std::vector<float> actual = Apply(function, inputs);
+  int64_t worst = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const float expected = static_cast<float>(reference(inputs[i]));
+    if (std::isnan(expected)) {
+      EXPECT_TRUE(std::isnan(actual[i])) << inputs[i];
+      continue;
+    }
+    if (expected == 0 || std::isinf(expected)) {
+      EXPECT_EQ(expected, actual[i]) << inputs[i];
+      continue;
+    }
+    const int64_t distance = UlpDistance(expected, actual[i]);
+    EXPECT_LE(distance, 64) << "x = " << inputs[i] << " expected " << expected
+                            << " got " << actual[i];
+    worst = std::max(worst, distance);
+  }
+  std::printf("worst error: %lld ulp over %zu inputs\n",
+              static_cast<long long>(worst), inputs.size());
+  return worst;
+}
+
+double ExpReference(double x) { return std::exp(x); }
+double LogReference(double x) { return std::log(x); }
+double TanhReference(double x) { return std::tanh(x); }
+double SigmoidReference(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double GeluReference(double x) {
+  return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+}
+
+TEST(Exp8Test, WithinTwoUlpAcrossTheFloatRange) {
+  EXPECT_LE(WorstUlp(Exp8, ExpReference, SampleRange(-kInf, kInf)), 2);
+}
+
+TEST(Exp8Test, SpecialValues) {
+  EXPECT_EQ(1.0f, Apply(Exp8, 0.0f));
+  EXPECT_EQ(0.0f, Apply(Exp8, -kInf));
+  EXPECT_EQ(kInf, Apply(Exp8, kInf));
+  EXPECT_TRUE(std::isnan(Apply(Exp8, kNan)));
+  EXPECT_EQ(kInf, Apply(Exp8, 89.0f));
+  EXPECT_EQ(0.0f, Apply(Exp8, -200.0f));
   // Subnormal results: e^-100 = 3.72e-44.
   EXPECT_LE(
-      UlpDistance(static_cast<float>(std::exp(-100.0)), VectorExp(-100.0f)), 1);
+      UlpDistance(static_cast<float>(std::exp(-100.0)), Apply(Exp8, -100.0f)),
+      1);
+}
+
+TEST(Log8Test, WithinTwoUlpOnPositiveFloats) {
+  // Includes the subnormals and the largest finite floats.
+  EXPECT_LE(WorstUlp(Log8, LogReference, SampleRange(0.0f, kInf)), 2);
+}
+
+TEST(Log8Test, SpecialValues) {
+  EXPECT_EQ(0.0f, Apply(Log8, 1.0f));
+  EXPECT_EQ(-kInf, Apply(Log8, 0.0f));
+  EXPECT_EQ(-kInf, Apply(Log8, -0.0f));
+  EXPECT_EQ(kInf, Apply(Log8, kInf));
+  EXPECT_TRUE(std::isnan(Apply(Log8, -1.0f)));
+  EXPECT_TRUE(std::isnan(Apply(Log8, -kInf)));
+  EXPECT_TRUE(std::isnan(Apply(Log8, kNan)));
+  const float smallest = std::numeric_limits<float>::denorm_min();
+  EXPECT_LE(UlpDistance(static_cast<float>(std::log(double{smallest})),
+                        Apply(Log8, smallest)),
+            1);
+}
+
+TEST(Tanh8Test, WithinTwoUlpAcrossTheFloatRange) {
+  EXPECT_LE(WorstUlp(Tanh8, TanhReference, SampleRange(-kInf, kInf)), 2);
+}
+
+TEST(Tanh8Test, SpecialValues) {
+  EXPECT_EQ(0.0f, Apply(Tanh8, 0.0f));
+  EXPECT_EQ(1.0f, Apply(Tanh8, kInf));
+  EXPECT_EQ(-1.0f, Apply(Tanh8, -kInf));
+  EXPECT_EQ(-1.0f, Apply(Tanh8, -30.0f));
+  EXPECT_TRUE(std::isnan(Apply(Tanh8, kNan)));
+  // Odd: tanh(-x) = -tanh(x) bit for bit.
+  for (float x : {0.1f, 0.6f, 0.7f, 3.0f}) {
+    EXPECT_EQ(-Apply(Tanh8, x), Apply(Tanh8, -x)) << x;
+  }
+}
+
+TEST(Sigmoid8Test, WithinThreeUlpWhereTheResultIsNormal) {
+  // Below -87.3 the result is subnormal and Sigmoid8 flushes to 0 at -88.7.
+  EXPECT_LE(WorstUlp(Sigmoid8, SigmoidReference, SampleRange(-87.0f, kInf)), 3);
+}
+
+TEST(Sigmoid8Test, SpecialValues) {
+  EXPECT_EQ(0.5f, Apply(Sigmoid8, 0.0f));
+  EXPECT_EQ(1.0f, Apply(Sigmoid8, kInf));
+  EXPECT_EQ(0.0f, Apply(Sigmoid8, -kInf));
+  EXPECT_EQ(0.0f, Apply(Sigmoid8, -100.0f));
+  EXPECT_TRUE(std::isnan(Apply(Sigmoid8, kNan)));
+}
+
+TEST(Gelu8Test, WithinEightUlpAboveMinusNine) {
+  EXPECT_LE(WorstUlp(Gelu8, GeluReference, SampleRange(-9.0f, kInf)), 8);
+}
+
+TEST(Gelu8Test, TinyNegativeTailIsAccurateThenZero) {
+  // Here 1 + erf(x / sqrt 2) would have cancelled to nothing; -14 gives a
+  // subnormal, -20 underflows.
+  for (float x : {-5.0f, -7.5f, -10.0f, -12.0f}) {
+    const double expected = GeluReference(x);
+    EXPECT_NEAR(expected, Apply(Gelu8, x), 1e-5 * std::fabs(expected)) << x;
+  }
+  EXPECT_EQ(0.0f, Apply(Gelu8, -20.0f));
+  EXPECT_EQ(0.0f, Apply(Gelu8, -1e30f));
+}
+
+TEST(Gelu8Test, SpecialValues) {
+  EXPECT_EQ(0.0f, Apply(Gelu8, 0.0f));
+  EXPECT_EQ(kInf, Apply(Gelu8, kInf));
+  EXPECT_EQ(1e30f, Apply(Gelu8, 1e30f));
+  EXPECT_TRUE(std::isnan(Apply(Gelu8, kNan)));
+}
+
+TEST(VectorMathTest, PartialLoadsAndStoresTouchOnlyTheirLanes) {
+  const float source[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  float target[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  StorePartial(target, 3, LoadPartial(source, 5, -1.0f));
+  EXPECT_EQ((std::vector<float>{1, 2, 3, 0, 0, 0, 0, 0}),
+            std::vector<float>(target, target + 8));
+  float lanes[8];
+  _mm256_storeu_ps(lanes, LoadPartial(source, 5, -1.0f));
+  EXPECT_EQ((std::vector<float>{1, 2, 3, 4, 5, -1, -1, -1}),
+            std::vector<float>(lanes, lanes + 8));
+  EXPECT_EQ(8.0f, Max8(_mm256_loadu_ps(source)));
+  EXPECT_EQ(1.0f, Min8(_mm256_loadu_ps(source)));
+  EXPECT_EQ(36.0,
+            Sum4d(AddWidened(_mm256_setzero_pd(), _mm256_loadu_ps(source))));
 }
 
 }  // namespace

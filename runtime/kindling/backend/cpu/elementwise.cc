@@ -189,6 +189,44 @@ void RunUnary(const StridedLayout<2>& layout, int64_t grain, F f) {
                  });
 }
 
+// MapFloats() writes out[i] = f(in[i]) for i < count, eight lanes at a
+// time (f maps __m256 to __m256); out may alias in exactly.
+template <class F8>
+void MapFloats(float* out, const float* in, int64_t count, bool stream,
+               const F8& f) {
+  WriteFloats(out, count, stream, [&](int64_t i, int64_t lanes) {
+    return f(lanes == 8 ? _mm256_loadu_ps(in + i)
+                        : LoadPartial(in + i, lanes, 1.0f));
+  });
+  if (stream) _mm_sfence();  // order the streaming stores before the join
+}
+
+// RunUnaryF32() is RunUnary for float with an eight-lane f; strided
+// segments go through a small buffer.
+template <class F8>
+void RunUnaryF32(const StridedLayout<2>& layout, const F8& f) {
+  const bool stream = layout.numel * int64_t{sizeof(float)} >= kStreamingBytes;
+  ForEachSegment(
+      layout, kTranscendentalGrain,
+      [&f, stream](char* const* data, const int64_t* stride, int64_t count) {
+        float* out = reinterpret_cast<float*>(data[0]);
+        const float* in = reinterpret_cast<const float*>(data[1]);
+        const int64_t so = stride[0] / int64_t{sizeof(float)};
+        const int64_t si = stride[1] / int64_t{sizeof(float)};
+        if (so == 1 && si == 1) {
+          MapFloats(out, in, count, stream, f);
+          return;
+        }
+        alignas(32) float buffer[8];
+        for (int64_t i = 0; i < count; i += 8) {
+          const int64_t n = std::min<int64_t>(8, count - i);
+          for (int64_t k = 0; k < n; ++k) buffer[k] = in[(i + k) * si];
+          _mm256_store_ps(buffer, f(_mm256_load_ps(buffer)));
+          for (int64_t k = 0; k < n; ++k) out[(i + k) * so] = buffer[k];
+        }
+      });
+}
+
 // Wrapping integer arithmetic: signed overflow must not be undefined.
 template <class T>
 T WrapAdd(T a, T b) {
@@ -282,16 +320,28 @@ void UnaryTyped(UnaryOp op, const StridedLayout<2>& layout, double arg0,
     default:
       break;
   }
-  if constexpr (kFloat) {
+  if constexpr (std::is_same_v<T, float>) {
     switch (op) {
       case UnaryOp::kExp:
-        return RunUnary<T, T>(layout, kTranscendentalGrain, [](T x) {
-          if constexpr (std::is_same_v<T, float>) {
-            return VectorExp(x);
-          } else {
-            return std::exp(x);
-          }
-        });
+        return RunUnaryF32(layout, [](__m256 x) { return Exp8(x); });
+      case UnaryOp::kLog:
+        return RunUnaryF32(layout, [](__m256 x) { return Log8(x); });
+      case UnaryOp::kSqrt:
+        return RunUnaryF32(layout, [](__m256 x) { return Sqrt8(x); });
+      case UnaryOp::kGelu:
+        return RunUnaryF32(layout, [](__m256 x) { return Gelu8(x); });
+      case UnaryOp::kSigmoid:
+        return RunUnaryF32(layout, [](__m256 x) { return Sigmoid8(x); });
+      case UnaryOp::kTanh:
+        return RunUnaryF32(layout, [](__m256 x) { return Tanh8(x); });
+      default:
+        break;
+    }
+  } else if constexpr (kFloat) {
+    switch (op) {
+      case UnaryOp::kExp:
+        return RunUnary<T, T>(layout, kTranscendentalGrain,
+                              [](T x) { return std::exp(x); });
       case UnaryOp::kLog:
         return RunUnary<T, T>(layout, kTranscendentalGrain,
                               [](T x) { return std::log(x); });
@@ -301,16 +351,11 @@ void UnaryTyped(UnaryOp op, const StridedLayout<2>& layout, double arg0,
       case UnaryOp::kGelu:
         return RunUnary<T, T>(layout, kTranscendentalGrain, [](T x) {
           constexpr T kInvSqrt2 = T(0.70710678118654752440);
-          return T(0.5) * x * (T(1) + std::erf(x * kInvSqrt2));
+          return T(0.5) * x * std::erfc(-x * kInvSqrt2);
         });
       case UnaryOp::kSigmoid:
-        return RunUnary<T, T>(layout, kTranscendentalGrain, [](T x) {
-          if constexpr (std::is_same_v<T, float>) {
-            return 1.0f / (1.0f + VectorExp(-x));
-          } else {
-            return T(1) / (T(1) + std::exp(-x));
-          }
-        });
+        return RunUnary<T, T>(layout, kTranscendentalGrain,
+                              [](T x) { return T(1) / (T(1) + std::exp(-x)); });
       case UnaryOp::kTanh:
         return RunUnary<T, T>(layout, kTranscendentalGrain,
                               [](T x) { return std::tanh(x); });

@@ -1,0 +1,264 @@
+// The AVX2 paths of the CPU kernels against scalar reference loops, at the
+// sizes where their structure changes: vector tails (n not a multiple of 8),
+// column blocks (inner around 16 and 32), long single rows split across
+// threads, and outputs large enough to be written with streaming stores.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kindling/tensor/tensor.h"
+
+namespace kindling {
+namespace {
+
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+
+std::vector<float> RandomValues(int64_t n, uint32_t seed) {
+  std::mt19937 engine(seed);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> values(n);
+  for (float& value : values) value = normal(engine);
+  return values;
+}
+
+// Reference of a reduction of [outer, n, inner] along n.
+struct Reference {
+  std::vector<double> sum;
+  std::vector<float> max;
+  std::vector<float> min;
+  std::vector<int64_t> argmax;
+  std::vector<int64_t> argmin;
+};
+
+Reference Reduce(const std::vector<float>& x, int64_t outer, int64_t n,
+                 int64_t inner) {
+  Reference r;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      double sum = 0;
+      float max = x[o * n * inner + i];
+      float min = max;
+      int64_t argmax = 0;
+      int64_t argmin = 0;
+      bool nan = false;
+      for (int64_t k = 0; k < n; ++k) {
+        const float v = x[(o * n + k) * inner + i];
+        sum += v;
+        if (std::isnan(v)) {
+          if (!nan) argmax = argmin = k;
+          nan = true;
+          continue;
+        }
+        if (nan) continue;
+        if (v > max) max = v, argmax = k;
+        if (v < min) min = v, argmin = k;
+      }
+      r.sum.push_back(sum);
+      r.max.push_back(nan ? kNan : max);
+      r.min.push_back(nan ? kNan : min);
+      r.argmax.push_back(argmax);
+      r.argmin.push_back(argmin);
+    }
+  }
+  return r;
+}
+
+void ExpectSameFloats(const std::vector<float>& expected,
+                      const std::vector<float>& actual, const char* what) {
+  ASSERT_EQ(expected.size(), actual.size()) << what;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (std::isnan(expected[i])) {
+      EXPECT_TRUE(std::isnan(actual[i])) << what << " at " << i;
+    } else {
+      EXPECT_EQ(expected[i], actual[i]) << what << " at " << i;
+    }
+  }
+}
+
+// Checks every reduction of a [outer, n, inner] tensor along axis 1.
+void CheckReductions(const std::vector<float>& values, int64_t outer, int64_t n,
+                     int64_t inner) {
+  SCOPED_TRACE(testing::Message()
+               << "[" << outer << ", " << n << ", " << inner << "]");
+  const auto t = Tensor<3>::FromData(values, {outer, n, inner});
+  const Reference r = Reduce(values, outer, n, inner);
+  const auto sum = t.sum_dim(1).to_data<float>();
+  const auto mean = t.mean_dim(1).to_data<float>();
+  for (size_t i = 0; i < r.sum.size(); ++i) {
+    if (std::isnan(r.sum[i])) continue;
+    EXPECT_NEAR(r.sum[i], sum[i], 1e-5 * (1 + std::fabs(r.sum[i]))) << i;
+    EXPECT_NEAR(r.sum[i] / n, mean[i], 1e-5 * (1 + std::fabs(r.sum[i] / n)))
+        << i;
+  }
+  ExpectSameFloats(r.max, t.max_dim(1).to_data<float>(), "max");
+  ExpectSameFloats(r.min, t.min_dim(1).to_data<float>(), "min");
+  EXPECT_EQ(r.argmax, t.argmax(1).to_data<int64_t>());
+  EXPECT_EQ(r.argmin, t.argmin(1).to_data<int64_t>());
+}
+
+TEST(CpuReduceKernelTest, RowsOfEveryTailLength) {
+  for (int64_t n : {1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 127, 128, 129, 1000}) {
+    CheckReductions(RandomValues(3 * n, n), 3, n, 1);
+  }
+}
+
+TEST(CpuReduceKernelTest, ColumnsAroundTheBlockWidth) {
+  for (int64_t inner : {2, 5, 8, 15, 16, 17, 31, 32, 33, 64, 70}) {
+    for (int64_t n : {1, 3, 65, 130}) {
+      CheckReductions(RandomValues(2 * n * inner, n * inner), 2, n, inner);
+    }
+  }
+}
+
+TEST(CpuReduceKernelTest, TiesPickTheFirstIndexInEveryLane) {
+  // Rows and columns of repeated values: every lane sees ties.
+  std::vector<float> values(4 * 40 * 37);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = (i * 7 % 5) - 2.0f;
+  CheckReductions(values, 4, 40, 37);
+  CheckReductions(values, 4, 40 * 37, 1);
+}
+
+TEST(CpuReduceKernelTest, NanAnywhereWins) {
+  for (int64_t position : {0, 5, 8, 35, 99}) {
+    std::vector<float> values = RandomValues(100 * 33, position);
+    values[position * 33 + 31] = kNan;  // column 31 of row `position`
+    CheckReductions(values, 1, 100, 33);
+    std::vector<float> row = RandomValues(100, position);
+    row[position] = kNan;
+    row[99 - position / 2] = kNan;  // the first NaN must win argmax
+    CheckReductions(row, 1, 100, 1);
+  }
+}
+
+TEST(CpuReduceKernelTest, LongRowSplitAcrossThreads) {
+  const int64_t n = (int64_t{1} << 20) + 13;
+  std::vector<float> values = RandomValues(n, 7);
+  values[n - 3] = 100.0f;  // max and argmax in the last chunk
+  values[n / 3] = -100.0f;
+  values[n / 2] = -100.0f;  // a tie in a later chunk loses
+  const auto t = Tensor<1>::FromData(values, {n});
+  EXPECT_EQ(100.0f, t.max().item<float>());
+  EXPECT_EQ(-100.0f, t.min().item<float>());
+  EXPECT_EQ(n - 3, t.argmax(0).item<int64_t>());
+  EXPECT_EQ(n / 3, t.argmin(0).item<int64_t>());
+  values[n / 2 + 1] = kNan;
+  values[n - 1] = kNan;
+  const auto with_nan = Tensor<1>::FromData(values, {n});
+  EXPECT_TRUE(std::isnan(with_nan.max().item<float>()));
+  EXPECT_EQ(n / 2 + 1, with_nan.argmax(0).item<int64_t>());
+}
+
+std::vector<float> ReferenceSoftmax(const std::vector<float>& x, int64_t outer,
+                                    int64_t n, int64_t inner, bool log) {
+  std::vector<float> y(x.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t k) { return (o * n + k) * inner + i; };
+      double max = -INFINITY;
+      for (int64_t k = 0; k < n; ++k) max = std::max<double>(max, x[at(k)]);
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k) sum += std::exp(x[at(k)] - max);
+      for (int64_t k = 0; k < n; ++k) {
+        y[at(k)] = log ? static_cast<float>(x[at(k)] - max - std::log(sum))
+                       : static_cast<float>(std::exp(x[at(k)] - max) / sum);
+      }
+    }
+  }
+  return y;
+}
+
+void CheckSoftmax(int64_t outer, int64_t n, int64_t inner) {
+  SCOPED_TRACE(testing::Message()
+               << "[" << outer << ", " << n << ", " << inner << "]");
+  const std::vector<float> x = RandomValues(outer * n * inner, n + inner);
+  const auto t = Tensor<3>::FromData(x, {outer, n, inner});
+  for (bool log : {false, true}) {
+    const auto expected = ReferenceSoftmax(x, outer, n, inner, log);
+    const auto actual =
+        (log ? t.log_softmax(1) : t.softmax(1)).to_data<float>();
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_NEAR(expected[i], actual[i], 2e-6 * (1 + std::fabs(expected[i])))
+          << (log ? "log_softmax" : "softmax") << " at " << i;
+    }
+  }
+}
+
+TEST(CpuSoftmaxKernelTest, RowsAndColumnsOfOddSizes) {
+  for (int64_t n : {1, 7, 9, 33, 100}) {
+    CheckSoftmax(5, n, 1);
+    for (int64_t inner : {3, 16, 17, 40}) CheckSoftmax(2, n, inner);
+  }
+}
+
+TEST(CpuSoftmaxKernelTest, LargeOutputsStream) {
+  // 4 MiB and more: rows go through the stack buffer (n <= 4096) or in
+  // place (longer), odd lengths leave rows unaligned.
+  CheckSoftmax(1025, 1023, 1);
+  CheckSoftmax(200, 5000, 1);
+}
+
+TEST(CpuSoftmaxKernelTest, NegativeInfinityColumnsAndNan) {
+  const float inf = std::numeric_limits<float>::infinity();
+  // [3, 2] along axis 0: column 0 is masked but one entry.
+  const auto t =
+      Tensor<2>::FromData<float>({-inf, kNan, 0, 1, -inf, 1}, {3, 2});
+  const auto s = t.softmax(0).to_data<float>();
+  EXPECT_EQ(0.0f, s[0]);
+  EXPECT_EQ(1.0f, s[2]);
+  EXPECT_EQ(0.0f, s[4]);
+  for (int i : {1, 3, 5}) EXPECT_TRUE(std::isnan(s[i])) << i;
+}
+
+// Unary float ops against the double functions, on a large tensor (streaming
+// stores, several threads) and on a transposed view (strided segments).
+TEST(CpuUnaryKernelTest, LargeAndStridedMatchTheReference) {
+  const int64_t rows = 1031;
+  const int64_t cols = 1029;
+  std::vector<float> x = RandomValues(rows * cols, 3);
+  std::vector<float> positive(x.size());
+  for (size_t i = 0; i < x.size(); ++i) positive[i] = std::fabs(x[i]) + 1e-3f;
+  struct Case {
+    const char* name;
+    Tensor<2> (*op)(const Tensor<2>&);
+    double (*reference)(double);
+    bool positive_input;
+  };
+  const Case cases[] = {
+      {"exp", [](const Tensor<2>& t) { return t.exp(); },
+       [](double v) { return std::exp(v); }, false},
+      {"log", [](const Tensor<2>& t) { return t.log(); },
+       [](double v) { return std::log(v); }, true},
+      {"sqrt", [](const Tensor<2>& t) { return t.sqrt(); },
+       [](double v) { return std::sqrt(v); }, true},
+      {"tanh", [](const Tensor<2>& t) { return t.tanh(); },
+       [](double v) { return std::tanh(v); }, false},
+      {"sigmoid", [](const Tensor<2>& t) { return t.sigmoid(); },
+       [](double v) { return 1 / (1 + std::exp(-v)); }, false},
+      {"gelu", [](const Tensor<2>& t) { return t.gelu(); },
+       [](double v) { return 0.5 * v * std::erfc(-v / std::sqrt(2.0)); },
+       false},
+  };
+  for (const Case& c : cases) {
+    const std::vector<float>& input = c.positive_input ? positive : x;
+    const auto t = Tensor<2>::FromData(input, {rows, cols});
+    const auto dense = c.op(t).to_data<float>();
+    const auto strided = c.op(t.t()).to_data<float>();  // [cols, rows]
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t k = 0; k < cols; ++k) {
+        const double expected = c.reference(input[r * cols + k]);
+        const double tolerance = 1e-6 * std::fabs(expected) + 1e-30;
+        ASSERT_NEAR(expected, dense[r * cols + k], tolerance)
+            << c.name << " of " << input[r * cols + k];
+        ASSERT_NEAR(expected, strided[k * rows + r], tolerance)
+            << c.name << " (strided) of " << input[r * cols + k];
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kindling
