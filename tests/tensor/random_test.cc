@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kindling/tensor/box_muller.h"
 #include "kindling/tensor/half.h"
 #include "kindling/tensor/memory_stats.h"
 #include "kindling/tensor/philox.h"
@@ -92,21 +93,43 @@ TEST(RandomFillTest, UniformF64UsesTwoWordsPerElement) {
 
 TEST(RandomFillTest, NormalF32IsBoxMullerOnWordPairs) {
   PhiloxGenerator generator(5);
-  const int64_t n = 999;  // odd: the last element keeps only the cosine
+  const int64_t n = 999;  // odd: the last element keeps only the first
   const auto values = Values<float>(
       ops::RandomNormal({n}, DType::kF32, Device::Cpu(), generator, 1, 2));
   for (int64_t i = 0; i < n; ++i) {
     const int64_t pair = i / 2;
-    const float radius =
-        std::sqrt(-2.0f * std::log(OpenUniformFloat(Word(5, 0, 2 * pair))));
-    const float angle =
-        2 * std::numbers::pi_v<float> * UniformFloat(Word(5, 0, 2 * pair + 1));
-    const float z =
-        i % 2 == 0 ? radius * std::cos(angle) : radius * std::sin(angle);
-    // libm may differ from the reference in the last place.
-    ASSERT_NEAR(1 + 2 * z, values[i], 1e-5f * (1 + std::abs(z))) << i;
+    float first, second;
+    BoxMullerFloat(Word(5, 0, 2 * pair), Word(5, 0, 2 * pair + 1), first,
+                   second);
+    ASSERT_EQ(1 + 2 * (i % 2 == 0 ? first : second), values[i]) << i;
   }
   EXPECT_EQ(250u, generator.offset());
+}
+
+// Kindling's float log and sincos against libm in double, over every input
+// class Box-Muller feeds them (and a dense sweep).
+TEST(BoxMullerTest, LogAndSinCosAreWithinAFewUlp) {
+  double worst_log = 0, worst_trig = 0;
+  for (uint32_t k = 0; k < (1u << 24); k += 97) {
+    const float open = OpenUniformFloat(k << 8);
+    const double exact_log = std::log(static_cast<double>(open));
+    const double log_error = std::abs(KindlingLog(open) - exact_log);
+    // Relative to the result, but never finer than float's ulp at 1.
+    worst_log =
+        std::max(worst_log, log_error / std::max(std::abs(exact_log), 0x1p-24));
+    const float u = UniformFloat(k << 8);
+    float sine, cosine;
+    KindlingSinCos2Pi(u, sine, cosine);
+    const double angle = 2 * std::numbers::pi * u;
+    worst_trig =
+        std::max(worst_trig, std::max(std::abs(sine - std::sin(angle)),
+                                      std::abs(cosine - std::cos(angle))));
+  }
+  EXPECT_LT(worst_log, 4 * 0x1p-24);  // a few float ulp, relative
+  // Absolute: the angle 2 pi u itself is rounded to float first.
+  EXPECT_LT(worst_trig, 4 * 0x1p-24);
+  EXPECT_EQ(0.0f, KindlingLog(1.0f));
+  EXPECT_NEAR(-16.635532333, KindlingLog(0x1p-24f), 1e-5);
 }
 
 TEST(RandomFillTest, NormalF64UsesOneBlockPerPair) {

@@ -29,10 +29,11 @@
 //       [low, high) of that dtype (see cpu/random.cc).
 //   uniform, f64: u = UniformDouble(w[2i], w[2i+1]).
 //   normal, 16/32-bit float: Box-Muller on the pair (2j, 2j+1) from words
-//       w[2j], w[2j+1]: r = sqrt(-2 ln OpenUniformFloat(w[2j])),
-//       t = 2 pi UniformFloat(w[2j+1]); element 2j = mean + std * r cos t,
-//       element 2j+1 = mean + std * r sin t (computed in float; an odd last
-//       element keeps only the cosine).
+//       w[2j], w[2j+1]: BoxMullerFloat() (box_muller.h: radius from
+//       OpenUniformFloat(w[2j]), angle 2 pi UniformFloat(w[2j+1]), first =
+//       r cos, second = r sin, with Kindling's own float log and sincos);
+//       element = mean + std * z in float. An odd last element keeps only
+//       the first of its pair.
 //   normal, f64: the pair (2j, 2j+1) uses block j: r from
 //       OpenUniformDouble(w[4j], w[4j+1]), t from UniformDouble(w[4j+2],
 //       w[4j+3]), computed in double.
@@ -40,9 +41,10 @@
 //       (w[i] >> 8) >= ceil(p * 2^24), i.e. iff UniformFloat(w[i]) >= p.
 //
 // So a fill consumes ceil(n / 4) blocks, or ceil(n / 2) for f64 uniform and
-// normal (PhiloxBlocksForFill, random_distribution.h). Uniform and mask values
-// are bit-exact across backends; normal values go through log, sqrt, cos and
-// sin, which CUDA and glibc round differently in the last place.
+// normal (PhiloxBlocksForFill, random_distribution.h). Uniform, mask and
+// 16/32-bit normal values are bit-exact across backends that follow these
+// formulas; f64 normals go through libm's log, sqrt, cos and sin, which CUDA
+// and glibc may round differently in the last place.
 #ifndef KINDLING_TENSOR_PHILOX_H_
 #define KINDLING_TENSOR_PHILOX_H_
 

@@ -1,6 +1,6 @@
 // The CPU random kernels behind CpuBackend::FillRandom and CpuBackend::Dropout
 // (contracts in kindling/tensor/backend.h, the stream in kindling/tensor/
-// philox.h). Philox is computed 16 blocks at a time in structure-of-arrays
+// philox.h). Philox is computed 32 blocks at a time in structure-of-arrays
 // form so the rounds compile to vector multiplies, and work is split over
 // threads by whole blocks, so the values never depend on the thread count.
 #ifndef KINDLING_BACKEND_CPU_RANDOM_H_
