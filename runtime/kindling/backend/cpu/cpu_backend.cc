@@ -2,6 +2,7 @@
 
 #include "kindling/backend/cpu/cpu_device_memory.h"
 #include "kindling/backend/cpu/kernels.h"
+#include "kindling/backend/cpu/random.h"
 #include "kindling/tensor/device_memory.h"
 #include "kindling/tensor/tensor_base.h"
 
@@ -53,6 +54,17 @@ void CpuBackend::IndexSelect(const TensorBase& out, const TensorBase& in,
 void CpuBackend::Gather(const TensorBase& out, const TensorBase& in, int axis,
                         const TensorBase& index) {
   GatherKernel(out, in, axis, index);
+}
+
+void CpuBackend::FillRandom(const TensorBase& out,
+                            RandomDistribution distribution, uint64_t seed,
+                            uint64_t offset, double a, double b) {
+  FillRandomKernel(out, distribution, seed, offset, a, b);
+}
+
+void CpuBackend::Dropout(const TensorBase& out, const TensorBase& in,
+                         double prob, uint64_t seed, uint64_t offset) {
+  DropoutKernel(out, in, prob, seed, offset);
 }
 
 void RegisterCpuBackend() {

@@ -10,6 +10,7 @@
 #ifndef KINDLING_BACKEND_CPU_CPU_BACKEND_H_
 #define KINDLING_BACKEND_CPU_CPU_BACKEND_H_
 
+#include <cstdint>
 #include <string_view>
 
 #include "kindling/tensor/backend.h"
@@ -37,6 +38,10 @@ class CpuBackend final : public Backend {
                    const TensorBase& index) override;
   void Gather(const TensorBase& out, const TensorBase& in, int axis,
               const TensorBase& index) override;
+  void FillRandom(const TensorBase& out, RandomDistribution distribution,
+                  uint64_t seed, uint64_t offset, double a, double b) override;
+  void Dropout(const TensorBase& out, const TensorBase& in, double prob,
+               uint64_t seed, uint64_t offset) override;
 };
 
 // RegisterCpuBackend() registers CpuBackend and CpuDeviceMemory
