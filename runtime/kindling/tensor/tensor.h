@@ -8,7 +8,7 @@
 // naming the op and both shapes.
 //
 //   using kindling::Tensor;
-//   kindling::Generator generator(/*seed=*/7);
+//   kindling::PhiloxGenerator generator(/*seed=*/7);
 //   Tensor<2> x = Tensor<2>::RandomNormal({4, 3}, generator);
 //   Tensor<2> w = Tensor<2>::Ones({3, 2});
 //   Tensor<1> b = Tensor<1>::FromData<float>({0.5f, -0.5f}, {2});
