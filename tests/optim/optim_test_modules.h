@@ -22,6 +22,11 @@ struct KINDLING_MODULE Vector {
   Param<Tensor<1>> weight;
 };
 
+// Vector with its field renamed, to test state following a renamed field.
+struct KINDLING_MODULE RenamedVector {
+  Param<Tensor<1>> w;
+};
+
 struct KINDLING_MODULE Linear {
   Param<Tensor<2>> weight;
   std::optional<Param<Tensor<1>>> bias;
