@@ -197,8 +197,8 @@ class Optimizer {
  private:
   Optimizer() = default;
 
-  static absl::StatusOr<Optimizer> Create(Hyper hyper,
-                                          std::vector<ParamGroup> groups);
+  [[nodiscard]] static absl::StatusOr<Optimizer> Create(
+      Hyper hyper, std::vector<ParamGroup> groups);
 
   // The state tensors `hyper` keeps per parameter, in order.
   static std::vector<std::string_view> StateNames(const Hyper& hyper);
@@ -212,17 +212,18 @@ class Optimizer {
   // PrepareStep() validates the items, marks duplicates, makes read-only
   // values writable (marking them replaced) and creates missing states.
   // Nothing changes unless it returns OK.
-  absl::Status PrepareStep(std::vector<optim_internal::StepItem>& items);
+  [[nodiscard]] absl::Status PrepareStep(
+      std::vector<optim_internal::StepItem>& items);
   // ApplyStep() runs the update kernel for each non-duplicate item.
   void ApplyStep(const std::vector<optim_internal::StepItem>& items);
   void UpdateOne(const optim_internal::StepItem& item, ParamState& state);
 
-  absl::Status SaveState(
+  [[nodiscard]] absl::Status SaveState(
       const std::vector<std::pair<std::string, ParamId>>& params,
       const std::string& path) const;
-  absl::Status LoadState(const std::vector<optim_internal::LoadTarget>& targets,
-                         const std::string& path,
-                         const OptimizerLoadOptions& options);
+  [[nodiscard]] absl::Status LoadState(
+      const std::vector<optim_internal::LoadTarget>& targets,
+      const std::string& path, const OptimizerLoadOptions& options);
 
   Hyper hyper_;
   std::vector<Group> groups_;

@@ -54,9 +54,9 @@ struct AdamWOptions {
 //
 //   {.pattern = R"(.*bias|.*norm.*)", .weight_decay = 0.0}
 struct ParamGroup {
-  std::string pattern;
-  std::optional<double> lr;
-  std::optional<double> weight_decay;
+  std::string pattern = "";
+  std::optional<double> lr = std::nullopt;
+  std::optional<double> weight_decay = std::nullopt;
 };
 
 }  // namespace kindling
