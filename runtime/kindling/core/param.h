@@ -84,6 +84,21 @@ T IndependentCopy(const T& value,
   return copy;
 }
 
+// AsParamValue() is what a Param stores as its value: for a type with
+// autodiff (Tensor's as_param_leaf), `value` detached from any graph and made
+// a leaf under the Param's id, so gradients come back keyed by `id`; other
+// types unchanged. Every new value of a Param goes through it.
+template <Parameter T>
+T AsParamValue(ParamId id, T value) {
+  if constexpr (requires {
+                  { value.as_param_leaf(id) } -> std::same_as<T>;
+                }) {
+    return value.as_param_leaf(id);
+  } else {
+    return value;
+  }
+}
+
 template <Parameter T>
 class Param {
  public:
@@ -96,7 +111,8 @@ class Param {
 
   // Initialized() wraps a value that already exists.
   static Param Initialized(ParamId id, T value) {
-    return Param(id, std::make_shared<State>(std::move(value)), {});
+    return Param(
+        id, std::make_shared<State>(AsParamValue(id, std::move(value))), {});
   }
 
   // Uninitialized() creates a lazy Param: `init` runs on first read, with
@@ -162,7 +178,9 @@ class Param {
   requires std::invocable<F, T> &&
       std::convertible_to<std::invoke_result_t<F, T>, T>
   [[nodiscard]] Param map(F&& func) const {
-    return Param(id_, std::make_shared<State>(std::forward<F>(func)(val())),
+    return Param(id_,
+                 std::make_shared<State>(
+                     AsParamValue(id_, std::forward<F>(func)(val()))),
                  mapper_);
   }
 
@@ -241,7 +259,9 @@ class Param {
   // with_value() returns a Param holding `value`, with this Param's id and
   // mapper and a state of its own. It never runs the init function.
   [[nodiscard]] Param with_value(T value) const {
-    return Param(id_, std::make_shared<State>(std::move(value)), mapper_);
+    return Param(id_,
+                 std::make_shared<State>(AsParamValue(id_, std::move(value))),
+                 mapper_);
   }
 
   // load() returns with_value() of `value` passed through the load mapper and
@@ -261,9 +281,21 @@ class Param {
   T value_for_save() const { return mapper_.on_save(val()); }
 
   // with_id() returns a copy (sharing the state) with another id, e.g. the
-  // one a checkpoint recorded.
+  // one a checkpoint recorded. A value that carries its Param's id (a
+  // tensor: AsParamValue) cannot be shared under two ids, so it gets a state
+  // of its own holding the value re-tagged with `id` (lazy stays lazy).
   [[nodiscard]] Param with_id(ParamId id) const {
-    return Param(id, state_, mapper_);
+    Param result(id, state_, mapper_);
+    if constexpr (requires(const T& value) {
+                    { value.as_param_leaf(id) } -> std::same_as<T>;
+                  }) {
+      if (id != id_) {
+        return result.DeriveOrMap(
+            [id](T value) { return AsParamValue(id, std::move(value)); },
+            lazy_is_require_grad());
+      }
+    }
+    return result;
   }
 
   // The device, shape and require-grad flag the value has or will have, read
@@ -332,18 +364,19 @@ class Param {
       : id_(id), state_(std::move(state)), mapper_(std::move(mapper)) {}
 
   // Runs the initializer of `state` (and of its lazy ancestors) once, for the
-  // Param `id`.
+  // Param `id`. The value is checked against the lazy spec, then made a leaf
+  // under `id` (AsParamValue).
   static const T& Resolve(const ParamId& id, State& state) {
     const T& value = state.cell.get_or_init([&id, &state]() -> T {
       if (state.init != nullptr) {
         T produced =
             (*state.init)(state.spec->device, state.spec->require_grad);
         CheckMatchesSpec(id, *state.spec, produced, "init function");
-        return produced;
+        return AsParamValue(id, std::move(produced));
       }
       T produced = state.transform(Resolve(id, *state.LockedParent()));
       CheckMatchesSpec(id, *state.spec, produced, "derived value");
-      return produced;
+      return AsParamValue(id, std::move(produced));
     });
     // A derived state no longer needs its parent, which may be the last holder
     // of the original weights. Released only after get_or_init() has published

@@ -216,6 +216,16 @@ class Backend {
   // +infinity).
   virtual void ScaleClamp(const TensorBase& inout, double scale,
                           double max_abs) = 0;
+
+  // --- Index kernels used by autodiff ----------------------------------------
+
+  // ScatterAdd(): out[.., index[.., i, ..], ..] += src[.., i, ..] along
+  // `axis`, the reverse of Gather (its gradient, and index_select's with the
+  // index broadcast). index and src have one shape, equal to out's outside
+  // `axis`; entries in range; out is contiguous and of src's dtype (f32 or
+  // f64); repeated indices accumulate.
+  virtual void ScatterAdd(const TensorBase& out, int axis,
+                          const TensorBase& index, const TensorBase& src) = 0;
 };
 
 // RegisterBackend() makes `backend` serve every device of `type`. Called from

@@ -91,6 +91,11 @@ void CpuBackend::ScaleClamp(const TensorBase& inout, double scale,
   ScaleClampKernel(inout, scale, max_abs);
 }
 
+void CpuBackend::ScatterAdd(const TensorBase& out, int axis,
+                            const TensorBase& index, const TensorBase& src) {
+  ScatterAddKernel(out, axis, index, src);
+}
+
 void RegisterCpuBackend() {
   static CpuDeviceMemory* const memory = new CpuDeviceMemory();
   static CpuBackend* const backend = new CpuBackend();

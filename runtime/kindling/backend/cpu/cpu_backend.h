@@ -54,6 +54,8 @@ class CpuBackend final : public Backend {
   double AbsPowerSum(const TensorBase& in, double p) override;
   void ScaleClamp(const TensorBase& inout, double scale,
                   double max_abs) override;
+  void ScatterAdd(const TensorBase& out, int axis, const TensorBase& index,
+                  const TensorBase& src) override;
 };
 
 // RegisterCpuBackend() registers CpuBackend and CpuDeviceMemory
