@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <span>
 #include <vector>
 
@@ -56,6 +57,12 @@ struct ConvCase {
   bool bias;
   bool transposed_input;  // the input is a [N, C, W, H] leaf, transposed
 };
+
+void PrintTo(const ConvCase& c, std::ostream* os) {
+  *os << Window2d{c.kernel, c.stride, c.padding, c.dilation}
+      << " batch=" << c.batch << " bias=" << c.bias
+      << " transposed_input=" << c.transposed_input;
+}
 
 class Conv2dGradientTest : public ::testing::TestWithParam<ConvCase> {};
 
@@ -134,6 +141,11 @@ struct PoolCase {
   std::array<int64_t, 2> kernel, stride, padding, dilation;
   int64_t batch;
 };
+
+void PrintTo(const PoolCase& c, std::ostream* os) {
+  *os << Window2d{c.kernel, c.stride, c.padding, c.dilation}
+      << " batch=" << c.batch;
+}
 
 class Pool2dGradientTest : public ::testing::TestWithParam<PoolCase> {};
 
