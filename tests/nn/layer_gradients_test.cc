@@ -109,6 +109,19 @@ TEST(Conv2dGradientTest, OnlyTheInputNeedsAGradient) {
                 {RandomLeaf({1, 2, 4, 4}, generator)}));
 }
 
+TEST(Conv2dGradientTest, OnlyTheParametersNeedGradients) {
+  // The first layer of a model: the images need no gradient.
+  Generator generator(14);
+  const Tensor<4> images(RandomLeaf({2, 2, 5, 4}, generator).Detach());
+  EXPECT_TRUE(Gradcheck(
+      [&](Inputs x) {
+        const Conv2d layer{AsParam<4>(x[0]), AsParam<1>(x[1]),
+                           Window2d{{2, 2}, {2, 1}, {1, 0}}};
+        return layer.Forward(images).base();
+      },
+      {RandomLeaf({3, 2, 2, 2}, generator), RandomLeaf({3}, generator)}));
+}
+
 // --- Patches (im2col) and its adjoint
 // -----------------------------------------
 
@@ -291,6 +304,19 @@ TEST(BatchNormGradientTest, TrainingMatchesFiniteDifferences) {
             .base();
       },
       {RandomLeaf({1, 4, 3, 2}, generator), RandomLeaf({2}, generator),
+       RandomLeaf({2}, generator)}));
+}
+
+TEST(BatchNormGradientTest, InferenceMatchesFiniteDifferences) {
+  Generator generator(43);
+  EXPECT_TRUE(Gradcheck(
+      [](Inputs x) {
+        BatchNorm<3> layer = BatchNormOf<3>(x);
+        layer.running_mean.update(Tensor<1>::FromData<double>({0.5, -1}, {2}));
+        layer.running_var.update(Tensor<1>::FromData<double>({2, 0.25}, {2}));
+        return layer.Forward(Tensor<3>(x[0])).base();
+      },
+      {RandomLeaf({3, 2, 4}, generator), RandomLeaf({2}, generator),
        RandomLeaf({2}, generator)}));
 }
 
