@@ -41,12 +41,8 @@ ConvolutionForward Convolve(const TensorBase& input, const TensorBase& weight,
   return result;
 }
 
-// ConvolutionBackward(): the gradients of Convolve() for an output gradient
-// `grad` [N, out, OH, OW]. Every GEMM takes its transposed operand as a view
-// (the CPU kernel hands it to sgemm as transposed, no copy):
-//   d weight  = sum_n grad[n] [out, L] x columns[n]^T [L, in*K]
-//   d columns = weight^T [in*K, out] x grad[n] [out, L], then col2im
-//   d bias    = sum over n and L of grad.
+// ConvolutionSaved: what the conv2d node keeps for its backward; each tensor
+// only when the gradient that reads it is needed.
 struct ConvolutionSaved {
   TensorBase weight;   // detached; defined when the input needs a gradient
   TensorBase columns;  // detached; defined when the weight needs one
@@ -55,17 +51,24 @@ struct ConvolutionSaved {
   bool need_bias;
 };
 
+// ConvolutionBackward(): the gradients of Convolve() for an output gradient
+// `grad` [N, out, OH, OW]. Every GEMM takes its transposed operand as a view
+// (the CPU kernel hands it to sgemm as transposed, no copy):
+//   d weight  = sum_n grad[n] [out, L] x columns[n]^T [L, in*K]
+//   d columns = weight^T [in*K, out] x grad[n] [out, L], then col2im
+//   d bias    = sum over n and L of grad.
 GradList ConvolutionBackward(const TensorBase& grad,
                              const ConvolutionSaved& saved,
                              const Shape& weight_shape) {
   const int64_t batch = grad.shape()[0];
   const int64_t out_channels = grad.shape()[1];
+  const int64_t positions = grad.shape()[2] * grad.shape()[3];  // L
   const TensorBase grad_columns =
-      grad.Reshape(Shape{batch, out_channels, -1});  // [N, out, L]
+      grad.Reshape(Shape{batch, out_channels, positions});  // [N, out, L]
   GradList grads(saved.need_bias ? 3 : 2);
   if (saved.weight.defined()) {
-    const TensorBase kernel =
-        saved.weight.Reshape(Shape{out_channels, -1});  // [out, in*K]
+    const TensorBase kernel = saved.weight.Reshape(
+        Shape{out_channels, weight_shape.num_elements() / out_channels});
     const TensorBase d_columns =
         ops::Matmul(kernel.Transpose(0, 1), grad_columns);  // [N, in*K, L]
     const Shape& in = saved.input_shape;
