@@ -16,6 +16,7 @@
 #include "kindling/nn/activation.h"
 #include "kindling/nn/batch_norm.h"
 #include "kindling/nn/conv2d.h"
+#include "kindling/nn/dropout.h"
 #include "kindling/nn/embedding.h"
 #include "kindling/nn/layer_norm.h"
 #include "kindling/nn/linear.h"
@@ -23,6 +24,7 @@
 #include "kindling/nn/pool2d.h"
 #include "kindling/tensor/grad_node.h"
 #include "kindling/tensor/ops.h"
+#include "kindling/tensor/random_ops.h"
 #include "kindling/tensor/tensor.h"
 #include "tests/autodiff/gradcheck.h"
 
@@ -424,6 +426,32 @@ TEST(MlpGradientTest, LinearLayerNormCrossEntropyParameters) {
     return CrossEntropy(fc2.Forward(norm.Forward(h)), labels, 0.1).base();
   };
   EXPECT_TRUE(Gradcheck(loss, inputs));
+}
+
+TEST(DropoutGradientTest, MatchesFiniteDifferences) {
+  // A fixed (seed, offset) makes dropout a fixed linear map x -> x * mask.
+  Generator generator(44);
+  EXPECT_TRUE(Gradcheck(
+      [](Inputs x) {
+        return ops::Dropout(x[0], 0.3, /*seed=*/9, /*offset=*/4);
+      },
+      {RandomLeaf({5, 7}, generator)}));
+}
+
+TEST(DropoutGradientTest, LayerGradientIsTheScaledMaskOfItsDraw) {
+  const Dropout dropout = DropoutConfig{.prob = 0.25}.Init();
+  PhiloxGenerator philox(/*seed=*/11);
+  const Tensor<2> input = Tensor<2>::Ones({16, 32}).set_require_grad(true);
+  const PhiloxState before = philox.state();
+  const Tensor<2> output =
+      dropout.Forward(input, ForwardMode::kTraining, philox);
+  const Gradients grads = Backward(output.sum());
+  const TensorBase* grad = grads.Find(input.leaf_id());
+  ASSERT_NE(grad, nullptr);
+  // The gradient of sum(x * mask) is the mask, which is the output itself
+  // for an input of ones: 0 where dropped, 1 / (1 - p) where kept.
+  EXPECT_EQ(output.to_data<float>(), Tensor<2>(*grad).to_data<float>());
+  EXPECT_NE(philox.state().offset, before.offset);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "kindling/core/check.h"
 #include "kindling/tensor/backend.h"
+#include "kindling/tensor/grad_node.h"
 
 namespace kindling::ops {
 namespace {
@@ -97,11 +98,22 @@ TensorBase Dropout(const TensorBase& in, double prob, uint64_t seed,
                    uint64_t offset) {
   CheckFloating(in.dtype(), "dropout");
   CheckDropProbability(prob, "dropout");
-  TensorBase result = TensorBase::Empty(in.shape(), in.dtype(), in.device());
-  if (result.numel() > 0) {
-    GetBackend(in.device()).Dropout(result, in, prob, seed, offset);
-  }
-  return result;
+  const auto forward = [&] {
+    TensorBase result = TensorBase::Empty(in.shape(), in.dtype(), in.device());
+    if (result.numel() > 0) {
+      GetBackend(in.device()).Dropout(result, in, prob, seed, offset);
+    }
+    return result;
+  };
+  if (!autograd::ShouldRecord(in)) return forward();
+  TensorBase out = autograd::Untracked(forward);
+  // dropout(x) = x * mask, so its gradient is the same mask applied to the
+  // output gradient: regenerated from (seed, offset), never stored.
+  return autograd::Record(
+      "dropout", {in}, std::move(out),
+      [prob, seed, offset](const TensorBase& grad) -> GradList {
+        return {Dropout(grad, prob, seed, offset)};
+      });
 }
 
 }  // namespace kindling::ops
