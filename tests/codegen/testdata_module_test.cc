@@ -94,7 +94,9 @@ void ExpectRecordRoundTrip(Make make) {
   Filler target_filler(1000.0f);
   const auto source = make(source_filler);
   auto target = make(target_filler);
-  if (!Leaves(source).empty()) ASSERT_NE(Leaves(source), Leaves(target));
+  if (!Leaves(source).empty()) {
+    ASSERT_NE(Leaves(source), Leaves(target));
+  }
   const kindling::RecordOf<std::remove_const_t<decltype(source)>> record =
       kindling::IntoRecord(source);
   const absl::Status status = kindling::LoadRecord(target, record);
