@@ -137,6 +137,28 @@ decltype(auto) DispatchArithmetic(DType dtype, const char* op, F&& f) {
   return f.template operator()<float>();
 }
 
+// DispatchFloating() is DispatchDType() for the four floating storage types
+// (f32, f64, f16, bf16): kernels that compute half precision themselves
+// (random fills, optimizer updates) take it; other dtypes abort naming `op`.
+template <class F>
+void DispatchFloating(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::kF32:
+      return f.template operator()<float>();
+    case DType::kF64:
+      return f.template operator()<double>();
+    case DType::kF16:
+      return f.template operator()<Half>();
+    case DType::kBF16:
+      return f.template operator()<BFloat16>();
+    default:
+      break;
+  }
+  KINDLING_CHECK(false,
+                 "cpu %s: dtype %s is not floating (f32, f64, f16, bf16)", op,
+                 std::string(DTypeName(dtype)));
+}
+
 }  // namespace kindling::cpu
 
 #endif  // KINDLING_BACKEND_CPU_ELEMENT_H_

@@ -26,26 +26,6 @@ template <class T>
 using ComputeType =
     std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-// DispatchOptimizerDType() calls f.template operator()<T>() for the storage
-// types the optimizer kernels implement, aborting on any other naming `op`.
-template <class F>
-void DispatchOptimizerDType(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::kF32:
-      return f.template operator()<float>();
-    case DType::kF64:
-      return f.template operator()<double>();
-    case DType::kF16:
-      return f.template operator()<Half>();
-    case DType::kBF16:
-      return f.template operator()<BFloat16>();
-    default:
-      break;
-  }
-  KINDLING_CHECK(false, "cpu %s: dtype %s not supported (floats only)", op,
-                 std::string(DTypeName(dtype)));
-}
-
 // CheckSameLayout() aborts unless `tensor` is contiguous with `param`'s
 // shape and dtype: the front end (runtime/kindling/optim) guarantees it.
 void CheckSameLayout(const char* op, const char* name, const TensorBase& param,
@@ -237,7 +217,7 @@ void SgdUpdateKernel(const TensorBase& param, const TensorBase& grad,
   if (momentum) {
     CheckSameLayout("SgdUpdate", "momentum_buffer", param, momentum_buffer);
   }
-  DispatchOptimizerDType(param.dtype(), "SgdUpdate", [&]<class T>() {
+  DispatchFloating(param.dtype(), "SgdUpdate", [&]<class T>() {
     SelectFlags(scalars.weight_decay != 0, momentum,
                 momentum && scalars.nesterov,
                 [&]<bool kDecay, bool kMomentum, bool kNesterov>() {
@@ -260,7 +240,7 @@ void AdamUpdateKernel(const TensorBase& param, const TensorBase& grad,
     CheckSameLayout("AdamUpdate", "max_exp_avg_sq", param, max_exp_avg_sq);
   }
   const bool decay = scalars.weight_decay != 0;
-  DispatchOptimizerDType(param.dtype(), "AdamUpdate", [&]<class T>() {
+  DispatchFloating(param.dtype(), "AdamUpdate", [&]<class T>() {
     SelectFlags(decay && !scalars.decoupled_weight_decay,
                 decay && scalars.decoupled_weight_decay, scalars.amsgrad,
                 [&]<bool kL2, bool kDecoupled, bool kAmsgrad>() {
@@ -278,7 +258,7 @@ double AbsPowerSumKernel(const TensorBase& in, double p) {
   const int64_t count = in.numel();
   const int64_t blocks = (count + kNormBlock - 1) / kNormBlock;
   std::vector<double> partial(blocks, 0.0);
-  DispatchOptimizerDType(in.dtype(), "AbsPowerSum", [&]<class T>() {
+  DispatchFloating(in.dtype(), "AbsPowerSum", [&]<class T>() {
     const T* data = in.data_as<T>();
     ParallelFor(blocks, 2, [&](int64_t first, int64_t last) {
       for (int64_t block = first; block < last; ++block) {
@@ -302,7 +282,7 @@ double AbsPowerSumKernel(const TensorBase& in, double p) {
 void ScaleClampKernel(const TensorBase& inout, double scale, double max_abs) {
   KINDLING_CHECK(inout.is_contiguous(), "cpu ScaleClamp: %s is strided",
                  inout.ToString());
-  DispatchOptimizerDType(inout.dtype(), "ScaleClamp", [&]<class T>() {
+  DispatchFloating(inout.dtype(), "ScaleClamp", [&]<class T>() {
     using C = ComputeType<T>;
     T* data = inout.data_as<T>();
     const C factor = static_cast<C>(scale);

@@ -239,24 +239,6 @@ void ApplyDropout(T* out, const T* in, int64_t numel, uint64_t seed,
                    });
 }
 
-// DispatchFloating() is DispatchDType() for the four floating dtypes.
-template <class F>
-void DispatchFloating(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::kF32:
-      return f.template operator()<float>();
-    case DType::kF64:
-      return f.template operator()<double>();
-    case DType::kF16:
-      return f.template operator()<Half>();
-    case DType::kBF16:
-      return f.template operator()<BFloat16>();
-    default:
-      KINDLING_CHECK(false, "cpu %s: dtype %s is not floating", op,
-                     std::string(DTypeName(dtype)));
-  }
-}
-
 }  // namespace
 
 void FillRandomKernel(const TensorBase& out, RandomDistribution distribution,
