@@ -29,10 +29,13 @@
 //   tools/bazel run //benches:tensor_bench -- --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
 //
-// On an overloaded machine prefix OMP_WAIT_POLICY=passive (both processes
-// inherit it): with libgomp's default spin-then-sleep barrier wait, 2-thread
-// ops were seen taking tens of milliseconds where the work takes 0.5, so the
-// timings measured the scheduler queue, not the kernels.
+// Kindling and the PyTorch child take turns on the same cores, and with
+// libgomp's default wait policy each one's OpenMP workers keep spinning for a
+// while after every parallel region, stealing the cores the other process
+// needs next: a 0.7 ms sqrt was measured at 7 ms that way. So main() runs the
+// benchmark with OMP_WAIT_POLICY=passive (re-executing itself once to set it,
+// since libgomp reads it at load; the child inherits it) unless the caller
+// set a policy.
 #include <cblas.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -454,4 +457,16 @@ BENCHMARK(BM_MatmulF32)->Unit(benchmark::kMillisecond)->UseRealTime();
 }  // namespace
 }  // namespace kindling
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/1);
+    execv("/proc/self/exe", argv);
+    std::perror("tensor_bench: re-executing with OMP_WAIT_POLICY=passive");
+    return 1;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
