@@ -14,17 +14,26 @@
 // Tied parameters (one Param state in two fields) share a ParamId, so they
 // get one entry: the sum of both uses' contributions.
 //
+// Op results marked with retain_grad() have their gradients in a second table,
+// read by the tensor:
+//
+//   Tensor<2> hidden = matmul(x, w).retain_grad();
+//   ...
+//   const kindling::TensorBase* g = grads.FindRetained(hidden);
+//
 // Thread safety: const members may be called concurrently; Set and Take need
 // exclusive access, like any standard container.
 #ifndef KINDLING_AUTODIFF_GRADIENTS_H_
 #define KINDLING_AUTODIFF_GRADIENTS_H_
 
+#include <concepts>
 #include <cstddef>
 #include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "kindling/core/param_id.h"
+#include "kindling/tensor/autograd_meta.h"
 #include "kindling/tensor/tensor_base.h"
 
 namespace kindling {
@@ -68,8 +77,33 @@ class Gradients {
     for (const auto& [id, grad] : grads_) fn(id, grad);
   }
 
+  // FindRetained() is the gradient of `tensor`, an op result marked with
+  // retain_grad() before it was used, or null when it was not marked or the
+  // loss does not depend on it. A leaf's gradient is read with Find().
+  const TensorBase* FindRetained(const TensorBase& tensor) const {
+    const auto& meta = tensor.autograd_meta();
+    if (meta == nullptr || !meta->retain_grad) return nullptr;
+    auto it = retained_.find(meta->id);
+    return it == retained_.end() ? nullptr : &it->second;
+  }
+  // The same for a Tensor<D, K> (anything with base()).
+  template <class T>
+  requires requires(const T& t) {
+    { t.base() } -> std::convertible_to<const TensorBase&>;
+  }
+  const TensorBase* FindRetained(const T& tensor) const {
+    return FindRetained(tensor.base());
+  }
+
+  // SetRetained() stores the gradient of a retained result under the id its
+  // metadata carries (AutogradMeta::id); used by Backward().
+  void SetRetained(ParamId retain_id, TensorBase grad) {
+    retained_[retain_id] = std::move(grad);
+  }
+
  private:
   absl::flat_hash_map<ParamId, TensorBase> grads_;
+  absl::flat_hash_map<ParamId, TensorBase> retained_;
 };
 
 }  // namespace kindling

@@ -84,6 +84,21 @@ T IndependentCopy(const T& value,
   return copy;
 }
 
+// AsParamValue() is what a Param stores as its value: for a type with
+// autodiff (Tensor's as_param_leaf), `value` detached from any graph and made
+// a leaf under the Param's id, so gradients come back keyed by `id`; other
+// types unchanged. Every new value of a Param goes through it.
+template <Parameter T>
+T AsParamValue(ParamId id, T value) {
+  if constexpr (requires {
+                  { value.as_param_leaf(id) } -> std::same_as<T>;
+                }) {
+    return value.as_param_leaf(id);
+  } else {
+    return value;
+  }
+}
+
 template <Parameter T>
 class Param {
  public:
@@ -96,7 +111,8 @@ class Param {
 
   // Initialized() wraps a value that already exists.
   static Param Initialized(ParamId id, T value) {
-    return Param(id, std::make_shared<State>(std::move(value)), {});
+    return Param(
+        id, std::make_shared<State>(AsParamValue(id, std::move(value))), {});
   }
 
   // Uninitialized() creates a lazy Param: `init` runs on first read, with
@@ -162,7 +178,9 @@ class Param {
   requires std::invocable<F, T> &&
       std::convertible_to<std::invoke_result_t<F, T>, T>
   [[nodiscard]] Param map(F&& func) const {
-    return Param(id_, std::make_shared<State>(std::forward<F>(func)(val())),
+    return Param(id_,
+                 std::make_shared<State>(
+                     AsParamValue(id_, std::forward<F>(func)(val()))),
                  mapper_);
   }
 
@@ -241,7 +259,9 @@ class Param {
   // with_value() returns a Param holding `value`, with this Param's id and
   // mapper and a state of its own. It never runs the init function.
   [[nodiscard]] Param with_value(T value) const {
-    return Param(id_, std::make_shared<State>(std::move(value)), mapper_);
+    return Param(id_,
+                 std::make_shared<State>(AsParamValue(id_, std::move(value))),
+                 mapper_);
   }
 
   // load() returns with_value() of `value` passed through the load mapper and
@@ -339,11 +359,11 @@ class Param {
         T produced =
             (*state.init)(state.spec->device, state.spec->require_grad);
         CheckMatchesSpec(id, *state.spec, produced, "init function");
-        return produced;
+        return AsParamValue(id, std::move(produced));
       }
       T produced = state.transform(Resolve(id, *state.LockedParent()));
       CheckMatchesSpec(id, *state.spec, produced, "derived value");
-      return produced;
+      return AsParamValue(id, std::move(produced));
     });
     // A derived state no longer needs its parent, which may be the last holder
     // of the original weights. Released only after get_or_init() has published

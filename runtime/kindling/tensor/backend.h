@@ -127,6 +127,14 @@ class Backend {
   // index has out's shape, entries in range.
   virtual void Gather(const TensorBase& out, const TensorBase& in, int axis,
                       const TensorBase& index) = 0;
+
+  // ScatterAdd(): out[.., index[.., i, ..], ..] += src[.., i, ..] along
+  // `axis`, the reverse of Gather (its gradient, and index_select's with the
+  // index broadcast). index and src have one shape, equal to out's outside
+  // `axis`; entries in range; out is contiguous and of src's dtype (f32 or
+  // f64); repeated indices accumulate.
+  virtual void ScatterAdd(const TensorBase& out, int axis,
+                          const TensorBase& index, const TensorBase& src) = 0;
 };
 
 // RegisterBackend() makes `backend` serve every device of `type`. Called from

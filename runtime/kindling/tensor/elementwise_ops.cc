@@ -1,9 +1,13 @@
 #include "kindling/tensor/elementwise_ops.h"
 
+#include <cmath>
+#include <numbers>
 #include <string>
+#include <utility>
 
 #include "kindling/core/check.h"
 #include "kindling/tensor/creation_ops.h"
+#include "kindling/tensor/grad_node.h"
 #include "kindling/tensor/op_checks.h"
 
 namespace kindling::ops {
@@ -15,6 +19,31 @@ using internal::CheckSameDevice;
 using internal::ComputeDType;
 
 namespace {
+
+// Shorthands for the backward formulas below, which are written with ops so
+// they run on every backend.
+TensorBase Mul(const TensorBase& a, const TensorBase& b) {
+  return Binary(BinaryOp::kMul, a, b);
+}
+TensorBase Div(const TensorBase& a, const TensorBase& b) {
+  return Binary(BinaryOp::kDiv, a, b);
+}
+TensorBase Add(const TensorBase& a, const TensorBase& b) {
+  return Binary(BinaryOp::kAdd, a, b);
+}
+TensorBase Neg(const TensorBase& a) { return Unary(UnaryOp::kNeg, a); }
+// AsFloat() is a Bool mask as 0/1 of `dtype`.
+TensorBase AsFloat(const TensorBase& mask, DType dtype) {
+  return mask.To(dtype);
+}
+
+// The gradients of Unary and Binary, defined right under each.
+TensorBase UnaryGradient(UnaryOp op, const TensorBase& grad,
+                         const TensorBase& x, const TensorBase& y, double arg0,
+                         double arg1);
+std::pair<TensorBase, TensorBase> BinaryGradients(
+    BinaryOp op, const TensorBase& grad, const TensorBase& a,
+    const TensorBase& b, const TensorBase& y, bool need_a, bool need_b);
 
 bool NeedsFloating(UnaryOp op) {
   switch (op) {
@@ -108,14 +137,82 @@ TensorBase Unary(UnaryOp op, const TensorBase& in, double arg0, double arg1) {
   if (op == UnaryOp::kClamp) {
     KINDLING_CHECK(!(arg0 > arg1), "clamp: min %g above max %g", arg0, arg1);
   }
-  const DType compute = ComputeDType(in.dtype());
-  const TensorBase input = in.To(compute);
-  TensorBase result = TensorBase::Empty(in.shape(), compute, in.device());
-  if (result.numel() > 0) {
-    GetBackend(in.device()).Unary(op, result, input, arg0, arg1);
-  }
-  return result.To(in.dtype());
+  const auto forward = [&] {
+    const DType compute = ComputeDType(in.dtype());
+    const TensorBase input = in.To(compute);
+    TensorBase result = TensorBase::Empty(in.shape(), compute, in.device());
+    if (result.numel() > 0) {
+      GetBackend(in.device()).Unary(op, result, input, arg0, arg1);
+    }
+    return result.To(in.dtype());
+  };
+  if (!autograd::ShouldRecord(in)) return forward();
+  TensorBase out = autograd::Untracked(forward);
+  return autograd::Record(name, {in}, out,
+                          [op, x = in.Detach(), y = out.Detach(), arg0,
+                           arg1](const TensorBase& grad) -> GradList {
+                            return {UnaryGradient(op, grad, x, y, arg0, arg1)};
+                          });
 }
+
+namespace {
+
+// UnaryGradient() is d(op)/dx * grad, given the input x and result y.
+TensorBase UnaryGradient(UnaryOp op, const TensorBase& grad,
+                         const TensorBase& x, const TensorBase& y, double arg0,
+                         double arg1) {
+  const DType dtype = x.dtype();
+  switch (op) {
+    case UnaryOp::kNeg:
+      return Neg(grad);
+    case UnaryOp::kAbs: {
+      // sign(x), 0 at 0.
+      const TensorBase sign =
+          Binary(BinaryOp::kSub,
+                 AsFloat(BinaryScalar(BinaryOp::kGreater, x, 0), dtype),
+                 AsFloat(BinaryScalar(BinaryOp::kLess, x, 0), dtype));
+      return Mul(grad, sign);
+    }
+    case UnaryOp::kExp:
+      return Mul(grad, y);
+    case UnaryOp::kLog:
+      return Div(grad, x);
+    case UnaryOp::kSqrt:
+      return Div(grad, BinaryScalar(BinaryOp::kMul, y, 2));
+    case UnaryOp::kRelu:
+      return MaskFill(grad, BinaryScalar(BinaryOp::kLessEqual, x, 0), 0);
+    case UnaryOp::kGelu: {
+      // d/dx x Phi(x) = Phi(x) + x phi(x). Phi(x) is recovered as y / x
+      // (there is no erf op); at x = 0 it is 1/2.
+      const TensorBase zero = BinaryScalar(BinaryOp::kEqual, x, 0);
+      const TensorBase cdf =
+          Where(zero, Full(Shape{}, 0.5, dtype, x.device()), Div(y, x));
+      const TensorBase half_square =
+          BinaryScalar(BinaryOp::kMul, Mul(x, x), -0.5);
+      const TensorBase pdf =
+          BinaryScalar(BinaryOp::kMul, Unary(UnaryOp::kExp, half_square),
+                       1.0 / std::sqrt(2 * std::numbers::pi));
+      return Mul(grad, Add(cdf, Mul(x, pdf)));
+    }
+    case UnaryOp::kSigmoid:
+      return Mul(grad, Mul(y, ScalarBinary(BinaryOp::kSub, 1, y)));
+    case UnaryOp::kTanh:
+      return Mul(grad, ScalarBinary(BinaryOp::kSub, 1, Mul(y, y)));
+    case UnaryOp::kClamp: {
+      // The gradient passes where min <= x <= max.
+      const TensorBase outside =
+          Binary(BinaryOp::kLogicalOr, BinaryScalar(BinaryOp::kLess, x, arg0),
+                 BinaryScalar(BinaryOp::kGreater, x, arg1));
+      return MaskFill(grad, outside, 0);
+    }
+    case UnaryOp::kLogicalNot:
+      break;
+  }
+  KINDLING_CHECK(false, "backward: %s has no gradient", UnaryOpName(op));
+  return TensorBase();
+}
+
+}  // namespace
 
 TensorBase Binary(BinaryOp op, const TensorBase& lhs, const TensorBase& rhs) {
   const char* name = BinaryOpName(op);
@@ -138,14 +235,94 @@ TensorBase Binary(BinaryOp op, const TensorBase& lhs, const TensorBase& rhs) {
                    lhs.shape().ToString(), rhs.shape().ToString());
   }
   const Shape shape = BroadcastOrDie(lhs, rhs, name);
-  const DType compute = ComputeDType(lhs.dtype());
-  const TensorBase a = lhs.To(compute).Expand(shape);
-  const TensorBase b = rhs.To(compute).Expand(shape);
-  const DType out_dtype = IsComparison(op) ? DType::kBool : compute;
-  TensorBase result = TensorBase::Empty(shape, out_dtype, lhs.device());
-  if (result.numel() > 0) GetBackend(lhs.device()).Binary(op, result, a, b);
-  return IsComparison(op) ? result : result.To(lhs.dtype());
+  const auto forward = [&] {
+    const DType compute = ComputeDType(lhs.dtype());
+    const TensorBase a = lhs.To(compute).Expand(shape);
+    const TensorBase b = rhs.To(compute).Expand(shape);
+    const DType out_dtype = IsComparison(op) ? DType::kBool : compute;
+    TensorBase result = TensorBase::Empty(shape, out_dtype, lhs.device());
+    if (result.numel() > 0) GetBackend(lhs.device()).Binary(op, result, a, b);
+    return IsComparison(op) ? result : result.To(lhs.dtype());
+  };
+  if (IsComparison(op) || logical || !autograd::ShouldRecord(lhs, rhs)) {
+    return forward();
+  }
+  TensorBase out = autograd::Untracked(forward);
+  return autograd::Record(
+      name, {lhs, rhs}, out,
+      [op, a = lhs.Detach(), b = rhs.Detach(), y = out.Detach(),
+       need_a = lhs.is_require_grad(),
+       need_b = rhs.is_require_grad()](const TensorBase& grad) -> GradList {
+        auto [grad_a, grad_b] =
+            BinaryGradients(op, grad, a, b, y, need_a, need_b);
+        return {
+            need_a ? autograd::SumToShape(grad_a, a.shape()) : TensorBase(),
+            need_b ? autograd::SumToShape(grad_b, b.shape()) : TensorBase()};
+      });
 }
+
+namespace {
+
+// BinaryGradients() are the gradients of op(a, b) = y for a and b, in the
+// broadcast shape (the caller sums them back to each input's shape); only
+// those asked for are computed.
+std::pair<TensorBase, TensorBase> BinaryGradients(
+    BinaryOp op, const TensorBase& grad, const TensorBase& a,
+    const TensorBase& b, const TensorBase& y, bool need_a, bool need_b) {
+  TensorBase grad_a, grad_b;
+  switch (op) {
+    case BinaryOp::kAdd:
+      return {grad, grad};
+    case BinaryOp::kSub:
+      return {grad, need_b ? Neg(grad) : TensorBase()};
+    case BinaryOp::kMul:
+      if (need_a) grad_a = Mul(grad, b);
+      if (need_b) grad_b = Mul(grad, a);
+      return {grad_a, grad_b};
+    case BinaryOp::kDiv:
+      if (need_a) grad_a = Div(grad, b);
+      if (need_b) grad_b = Neg(Div(Mul(grad, y), b));  // -grad * a / b^2
+      return {grad_a, grad_b};
+    case BinaryOp::kPow: {
+      // d/da a^b = b a^(b-1), taken as 0 where b == 0 (a^0 is constant);
+      // d/db a^b = a^b log(a), taken as 0 where a == 0.
+      if (need_a) {
+        const TensorBase slope = Mul(
+            b, Binary(BinaryOp::kPow, a, BinaryScalar(BinaryOp::kSub, b, 1)));
+        grad_a = Mul(grad, MaskFill(slope.Expand(grad.shape()),
+                                    BinaryScalar(BinaryOp::kEqual, b, 0), 0));
+      }
+      if (need_b) {
+        const TensorBase slope = Mul(y, Unary(UnaryOp::kLog, a));
+        grad_b = Mul(grad, MaskFill(slope.Expand(grad.shape()),
+                                    BinaryScalar(BinaryOp::kEqual, a, 0), 0));
+      }
+      return {grad_a, grad_b};
+    }
+    case BinaryOp::kMaximum:
+    case BinaryOp::kMinimum: {
+      // The winner takes the gradient; a tie splits it evenly.
+      const BinaryOp wins =
+          op == BinaryOp::kMaximum ? BinaryOp::kGreater : BinaryOp::kLess;
+      const DType dtype = grad.dtype();
+      const TensorBase weight_a = Add(
+          AsFloat(Binary(wins, a, b), dtype),
+          BinaryScalar(BinaryOp::kMul,
+                       AsFloat(Binary(BinaryOp::kEqual, a, b), dtype), 0.5));
+      if (need_a) grad_a = Mul(grad, weight_a);
+      if (need_b) {
+        grad_b = Mul(grad, ScalarBinary(BinaryOp::kSub, 1, weight_a));
+      }
+      return {grad_a, grad_b};
+    }
+    default:
+      break;
+  }
+  KINDLING_CHECK(false, "backward: %s has no gradient", BinaryOpName(op));
+  return {};
+}
+
+}  // namespace
 
 TensorBase BinaryScalar(BinaryOp op, const TensorBase& lhs, double scalar) {
   CheckDefined(lhs, BinaryOpName(op));
@@ -178,14 +355,37 @@ TensorBase Where(const TensorBase& condition, const TensorBase& on_true,
                  "where: condition shape %s and value shape %s cannot be "
                  "broadcast",
                  condition.shape().ToString(), values_shape.ToString());
-  TensorBase result =
-      TensorBase::Empty(shape, on_true.dtype(), on_true.device());
-  if (result.numel() > 0) {
-    GetBackend(result.device())
-        .Where(result, condition.Expand(shape), on_true.Expand(shape),
-               on_false.Expand(shape));
-  }
-  return result;
+  const auto forward = [&] {
+    TensorBase result =
+        TensorBase::Empty(shape, on_true.dtype(), on_true.device());
+    if (result.numel() > 0) {
+      GetBackend(result.device())
+          .Where(result, condition.Expand(shape), on_true.Expand(shape),
+                 on_false.Expand(shape));
+    }
+    return result;
+  };
+  if (!autograd::ShouldRecord(on_true, on_false)) return forward();
+  TensorBase out = autograd::Untracked(forward);
+  // Each side gets the gradient where it was picked, zero elsewhere.
+  return autograd::Record(
+      "where", {condition, on_true, on_false}, std::move(out),
+      [condition = condition.Detach(), true_shape = on_true.shape(),
+       false_shape = on_false.shape(), need_true = on_true.is_require_grad(),
+       need_false =
+           on_false.is_require_grad()](const TensorBase& grad) -> GradList {
+        TensorBase grad_true, grad_false;
+        if (need_true) {
+          grad_true = autograd::SumToShape(
+              MaskFill(grad, Unary(UnaryOp::kLogicalNot, condition), 0),
+              true_shape);
+        }
+        if (need_false) {
+          grad_false =
+              autograd::SumToShape(MaskFill(grad, condition, 0), false_shape);
+        }
+        return {TensorBase(), grad_true, grad_false};
+      });
 }
 
 TensorBase MaskFill(const TensorBase& in, const TensorBase& mask,
@@ -236,7 +436,8 @@ void BinaryInPlace(BinaryOp op, TensorBase& self, const TensorBase& other) {
     GetBackend(self.device()).Binary(op, self, self, other.Expand(shape));
     return;
   }
-  TensorBase result = Binary(op, self, other);
+  const TensorBase result =
+      autograd::Untracked([&] { return Binary(op, self, other); });
   AssignInPlace(self, result);
 }
 

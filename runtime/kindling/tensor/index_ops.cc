@@ -8,6 +8,7 @@
 #include "kindling/tensor/backend.h"
 #include "kindling/tensor/creation_ops.h"
 #include "kindling/tensor/elementwise_ops.h"
+#include "kindling/tensor/grad_node.h"
 #include "kindling/tensor/op_checks.h"
 #include "kindling/tensor/reduce_ops.h"
 
@@ -15,6 +16,23 @@ namespace kindling::ops {
 
 using internal::CheckDefined;
 using internal::CheckSameDevice;
+using internal::ComputeDType;
+
+namespace {
+
+// ScatterAddInto() is zeros of `shape` with `src` added at `index` along
+// `axis` (Backend::ScatterAdd), in src's dtype: the gradient of a gather.
+TensorBase ScatterAddInto(const Shape& shape, int axis, const TensorBase& index,
+                          const TensorBase& src) {
+  const DType compute = ComputeDType(src.dtype());
+  TensorBase full = autograd::Zeros(shape, compute, src.device());
+  if (src.numel() > 0) {
+    GetBackend(src.device()).ScatterAdd(full, axis, index, src.To(compute));
+  }
+  return full.To(src.dtype());
+}
+
+}  // namespace
 
 TensorBase Cat(std::span<const TensorBase> tensors, int axis) {
   KINDLING_CHECK(!tensors.empty(), "cat: no tensors");
@@ -48,7 +66,26 @@ TensorBase Cat(std::span<const TensorBase> tensors, int axis) {
     }
     start += length;
   }
-  return result;
+  if (!autograd::ShouldRecord(tensors)) return result;
+  // Each input's gradient is its range of the result's.
+  std::vector<int64_t> lengths;
+  std::vector<bool> needs;
+  for (const TensorBase& tensor : tensors) {
+    lengths.push_back(tensor.shape()[a]);
+    needs.push_back(tensor.is_require_grad());
+  }
+  return autograd::Record("cat", tensors, std::move(result),
+                          [a, lengths = std::move(lengths),
+                           needs = std::move(needs)](const TensorBase& grad) {
+                            GradList grads(lengths.size());
+                            int64_t begin = 0;
+                            for (size_t i = 0; i < lengths.size(); ++i) {
+                              if (needs[i])
+                                grads[i] = grad.Narrow(a, begin, lengths[i]);
+                              begin += lengths[i];
+                            }
+                            return grads;
+                          });
 }
 
 TensorBase Stack(std::span<const TensorBase> tensors, int axis) {
@@ -112,7 +149,21 @@ TensorBase IndexSelect(const TensorBase& in, int axis,
   if (result.numel() > 0) {
     GetBackend(in.device()).IndexSelect(result, in, a, index);
   }
-  return result;
+  if (!autograd::ShouldRecord(in)) return result;
+  // Rows picked several times sum their gradients: a scatter-add with the
+  // index broadcast over the other axes.
+  return autograd::Record(
+      "index_select", {in}, std::move(result),
+      [index = index.Detach(), input_shape = in.shape(),
+       a](const TensorBase& grad) {
+        Shape index_shape;
+        for (int axis = 0; axis < grad.rank(); ++axis) {
+          index_shape.push_back(axis == a ? index.numel() : 1);
+        }
+        const TensorBase broadcast =
+            index.Reshape(index_shape).Expand(grad.shape());
+        return GradList{ScatterAddInto(input_shape, a, broadcast, grad)};
+      });
 }
 
 TensorBase Gather(const TensorBase& in, int axis, const TensorBase& index) {
@@ -131,7 +182,13 @@ TensorBase Gather(const TensorBase& in, int axis, const TensorBase& index) {
   CheckIndexRange(index, in.shape()[a], "gather");
   TensorBase result = TensorBase::Empty(index.shape(), in.dtype(), in.device());
   if (result.numel() > 0) GetBackend(in.device()).Gather(result, in, a, index);
-  return result;
+  if (!autograd::ShouldRecord(in)) return result;
+  return autograd::Record(
+      "gather", {in}, std::move(result),
+      [index = index.Detach(), input_shape = in.shape(),
+       a](const TensorBase& grad) {
+        return GradList{ScatterAddInto(input_shape, a, index, grad)};
+      });
 }
 
 TensorBase OneHot(const TensorBase& index, int64_t num_classes, DType dtype) {

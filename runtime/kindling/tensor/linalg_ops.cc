@@ -5,6 +5,7 @@
 
 #include "kindling/core/check.h"
 #include "kindling/tensor/backend.h"
+#include "kindling/tensor/grad_node.h"
 #include "kindling/tensor/op_checks.h"
 
 namespace kindling::ops {
@@ -12,6 +13,16 @@ namespace kindling::ops {
 using internal::CheckDefined;
 using internal::CheckSameDevice;
 using internal::ComputeDType;
+
+namespace {
+
+// The gradients of Matmul, defined right under it.
+TensorBase MatmulGradLhs(const TensorBase& grad, const TensorBase& a,
+                         const TensorBase& b);
+TensorBase MatmulGradRhs(const TensorBase& grad, const TensorBase& a,
+                         const TensorBase& b);
+
+}  // namespace
 
 TensorBase Matmul(const TensorBase& lhs, const TensorBase& rhs) {
   CheckDefined(lhs, "matmul");
@@ -46,17 +57,56 @@ TensorBase Matmul(const TensorBase& lhs, const TensorBase& rhs) {
   rhs_shape.push_back(n);
   out_shape.push_back(m);
   out_shape.push_back(n);
-  const DType compute = ComputeDType(lhs.dtype());
-  TensorBase result = TensorBase::Empty(out_shape, compute, lhs.device());
-  if (result.numel() == 0) return result.To(lhs.dtype());
-  if (k == 0) {
-    GetBackend(lhs.device()).Fill(result, 0.0);
-  } else {
-    GetBackend(lhs.device())
-        .Matmul(result, lhs.To(compute).Expand(lhs_shape),
-                rhs.To(compute).Expand(rhs_shape));
-  }
-  return result.To(lhs.dtype());
+  const auto forward = [&] {
+    const DType compute = ComputeDType(lhs.dtype());
+    TensorBase result = TensorBase::Empty(out_shape, compute, lhs.device());
+    if (result.numel() == 0) return result.To(lhs.dtype());
+    if (k == 0) {
+      GetBackend(lhs.device()).Fill(result, 0.0);
+    } else {
+      GetBackend(lhs.device())
+          .Matmul(result, lhs.To(compute).Expand(lhs_shape),
+                  rhs.To(compute).Expand(rhs_shape));
+    }
+    return result.To(lhs.dtype());
+  };
+  if (!autograd::ShouldRecord(lhs, rhs)) return forward();
+  TensorBase out = autograd::Untracked(forward);
+  return autograd::Record(
+      "matmul", {lhs, rhs}, std::move(out),
+      [a = lhs.Detach(), b = rhs.Detach(), need_a = lhs.is_require_grad(),
+       need_b = rhs.is_require_grad()](const TensorBase& grad) -> GradList {
+        return {need_a ? MatmulGradLhs(grad, a, b) : TensorBase(),
+                need_b ? MatmulGradRhs(grad, a, b) : TensorBase()};
+      });
 }
+
+namespace {
+
+// The transposed operands go to Matmul as views: the CPU kernel hands a
+// column-major view to BLAS as a transposed matrix, without a copy.
+
+// MatmulGradLhs(): d lhs = grad [.., M, N] x rhs^T [.., N, K], summed over
+// the batch dims lhs was broadcast along.
+TensorBase MatmulGradLhs(const TensorBase& grad, const TensorBase& a,
+                         const TensorBase& b) {
+  return autograd::SumToShape(Matmul(grad, b.Transpose(-1, -2)), a.shape());
+}
+
+// MatmulGradRhs(): d rhs = lhs^T [.., K, M] x grad [.., M, N], summed over
+// the batch dims rhs was broadcast along. A matrix rhs shared by a batched
+// lhs (the Linear-layer case) folds the batch into M: one GEMM, no sum.
+TensorBase MatmulGradRhs(const TensorBase& grad, const TensorBase& a,
+                         const TensorBase& b) {
+  if (b.rank() == 2 && a.rank() > 2 && a.numel() > 0 && grad.numel() > 0) {
+    const int64_t k = a.shape()[a.rank() - 1];
+    const int64_t n = grad.shape()[grad.rank() - 1];
+    return Matmul(a.Reshape(Shape{-1, k}).Transpose(0, 1),
+                  grad.Reshape(Shape{-1, n}));
+  }
+  return autograd::SumToShape(Matmul(a.Transpose(-1, -2), grad), b.shape());
+}
+
+}  // namespace
 
 }  // namespace kindling::ops

@@ -1,6 +1,10 @@
 #include "kindling/tensor/reduce_ops.h"
 
+#include <utility>
+
 #include "kindling/core/check.h"
+#include "kindling/tensor/elementwise_ops.h"
+#include "kindling/tensor/grad_node.h"
 #include "kindling/tensor/op_checks.h"
 
 namespace kindling::ops {
@@ -29,6 +33,10 @@ const char* ReduceOpName(ReduceOp op) {
   return "reduce";
 }
 
+// The gradient of Reduce, defined right under it.
+TensorBase ReduceGradient(ReduceOp op, const TensorBase& grad,
+                          const TensorBase& x, const TensorBase& y, int axis);
+
 }  // namespace
 
 TensorBase Reduce(ReduceOp op, const TensorBase& in, int axis) {
@@ -42,19 +50,57 @@ TensorBase Reduce(ReduceOp op, const TensorBase& in, int axis) {
   KINDLING_CHECK(in.shape()[a] > 0 || op == ReduceOp::kSum,
                  "%s: axis %d of shape %s is empty", name, a,
                  in.shape().ToString());
-  const DType compute = ComputeDType(in.dtype());
-  Shape shape = in.shape();
-  shape[a] = 1;
-  TensorBase result =
-      TensorBase::Empty(shape, arg ? DType::kI64 : compute, in.device());
-  if (result.numel() == 0) return result;
-  if (in.shape()[a] == 0) {
-    GetBackend(in.device()).Fill(result, 0.0);
-    return result;
-  }
-  GetBackend(in.device()).Reduce(op, result, in.To(compute), a);
-  return arg ? result : result.To(in.dtype());
+  const auto forward = [&] {
+    const DType compute = ComputeDType(in.dtype());
+    Shape shape = in.shape();
+    shape[a] = 1;
+    TensorBase result =
+        TensorBase::Empty(shape, arg ? DType::kI64 : compute, in.device());
+    if (result.numel() == 0) return result;
+    if (in.shape()[a] == 0) {
+      GetBackend(in.device()).Fill(result, 0.0);
+      return result;
+    }
+    GetBackend(in.device()).Reduce(op, result, in.To(compute), a);
+    return arg ? result : result.To(in.dtype());
+  };
+  if (arg || !autograd::ShouldRecord(in)) return forward();
+  TensorBase out = autograd::Untracked(forward);
+  return autograd::Record(
+      name, {in}, out,
+      [op, x = in.Detach(), y = out.Detach(), a](const TensorBase& grad) {
+        return GradList{ReduceGradient(op, grad, x, y, a)};
+      });
 }
+
+namespace {
+
+// ReduceGradient(): `grad` has the reduced shape (size 1 at `axis`); every
+// input element gets its share, broadcast back along `axis`.
+TensorBase ReduceGradient(ReduceOp op, const TensorBase& grad,
+                          const TensorBase& x, const TensorBase& y, int axis) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return grad.Expand(x.shape());
+    case ReduceOp::kMean:
+      return BinaryScalar(BinaryOp::kMul, grad, 1.0 / x.shape()[axis])
+          .Expand(x.shape());
+    case ReduceOp::kMax:
+    case ReduceOp::kMin: {
+      // The extreme elements share the gradient evenly (ties split it).
+      const TensorBase hits = Binary(BinaryOp::kEqual, x, y).To(x.dtype());
+      const TensorBase count = Reduce(ReduceOp::kSum, hits, axis);
+      return Binary(BinaryOp::kMul, hits, Binary(BinaryOp::kDiv, grad, count));
+    }
+    case ReduceOp::kArgMax:
+    case ReduceOp::kArgMin:
+      break;
+  }
+  KINDLING_CHECK(false, "backward: %s has no gradient", ReduceOpName(op));
+  return TensorBase();
+}
+
+}  // namespace
 
 TensorBase ReduceAll(ReduceOp op, const TensorBase& in) {
   CheckDefined(in, ReduceOpName(op));
@@ -67,12 +113,32 @@ TensorBase Softmax(const TensorBase& in, int axis, bool log) {
   CheckDefined(in, name);
   CheckFloating(in, name);
   const int a = in.NormalizeAxis(axis, name);
-  const DType compute = ComputeDType(in.dtype());
-  TensorBase result = TensorBase::Empty(in.shape(), compute, in.device());
-  if (result.numel() > 0) {
-    GetBackend(in.device()).Softmax(result, in.To(compute), a, log);
-  }
-  return result.To(in.dtype());
+  const auto forward = [&] {
+    const DType compute = ComputeDType(in.dtype());
+    TensorBase result = TensorBase::Empty(in.shape(), compute, in.device());
+    if (result.numel() > 0) {
+      GetBackend(in.device()).Softmax(result, in.To(compute), a, log);
+    }
+    return result.To(in.dtype());
+  };
+  if (!autograd::ShouldRecord(in)) return forward();
+  TensorBase out = autograd::Untracked(forward);
+  return autograd::Record(
+      name, {in}, out,
+      [y = out.Detach(), a, log](const TensorBase& grad) -> GradList {
+        if (grad.numel() == 0) return {grad};
+        if (log) {
+          // d log_softmax: grad - softmax(x) * sum(grad).
+          const TensorBase total = Reduce(ReduceOp::kSum, grad, a);
+          return {
+              Binary(BinaryOp::kSub, grad,
+                     Binary(BinaryOp::kMul, Unary(UnaryOp::kExp, y), total))};
+        }
+        // d softmax: y * (grad - sum(grad * y)).
+        const TensorBase dot =
+            Reduce(ReduceOp::kSum, Binary(BinaryOp::kMul, grad, y), a);
+        return {Binary(BinaryOp::kMul, y, Binary(BinaryOp::kSub, grad, dot))};
+      });
 }
 
 }  // namespace kindling::ops

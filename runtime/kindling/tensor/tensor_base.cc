@@ -9,20 +9,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "kindling/core/check.h"
+#include "kindling/tensor/autograd_meta.h"
 #include "kindling/tensor/backend.h"
 #include "kindling/tensor/device_memory.h"
+#include "kindling/tensor/grad_node.h"
 
 namespace kindling {
 
 TensorBase::TensorBase(std::shared_ptr<Storage> storage, DType dtype,
-                       Shape shape, Shape strides, int64_t offset,
-                       bool require_grad)
+                       Shape shape, Shape strides, int64_t offset)
     : storage_(std::move(storage)),
       dtype_(dtype),
       shape_(std::move(shape)),
       strides_(std::move(strides)),
-      offset_(offset),
-      require_grad_(require_grad) {
+      offset_(offset) {
   KINDLING_CHECK(storage_ != nullptr, "tensor: null storage");
   KINDLING_CHECK(shape_.rank() == strides_.rank(),
                  "tensor: shape %s and strides %s differ in rank",
@@ -103,9 +103,51 @@ bool TensorBase::is_contiguous() const {
   return true;
 }
 
+bool TensorBase::is_leaf() const {
+  return autograd_ == nullptr || autograd_->is_leaf();
+}
+
+ParamId TensorBase::leaf_id() const {
+  KINDLING_CHECK(
+      is_require_grad() && is_leaf(), "leaf_id: %s is %s", ToString(),
+      is_require_grad() ? "an op result, not a leaf" : "not require-grad");
+  return autograd_->id;
+}
+
 TensorBase TensorBase::with_require_grad(bool require_grad) const {
+  if (!require_grad) return Detach();
+  if (is_require_grad()) return *this;
+  auto meta = std::make_shared<AutogradMeta>();
+  meta->id = ParamId::New();
+  return WithAutogradMeta(std::move(meta));
+}
+
+TensorBase TensorBase::Detach() const {
   TensorBase result = *this;
-  result.require_grad_ = require_grad;
+  result.autograd_.reset();
+  return result;
+}
+
+TensorBase TensorBase::AsParamLeaf(ParamId id) const {
+  if (!is_require_grad()) return *this;
+  if (autograd_->is_leaf() && autograd_->id == id) return *this;
+  auto meta = std::make_shared<AutogradMeta>();
+  meta->id = id;
+  return WithAutogradMeta(std::move(meta));
+}
+
+TensorBase TensorBase::RetainGrad() const {
+  if (is_leaf() || autograd_->retain_grad) return *this;
+  auto meta = std::make_shared<AutogradMeta>(*autograd_);
+  meta->retain_grad = true;
+  meta->id = ParamId::New();
+  return WithAutogradMeta(std::move(meta));
+}
+
+TensorBase TensorBase::WithAutogradMeta(
+    std::shared_ptr<const AutogradMeta> meta) const {
+  TensorBase result = *this;
+  result.autograd_ = std::move(meta);
   return result;
 }
 
@@ -186,11 +228,16 @@ TensorBase TensorBase::Reshape(const Shape& requested) const {
                  shape.ToString(), shape.num_elements(), shape_.ToString(),
                  numel());
   Shape strides;
-  if (ComputeViewStrides(shape_, strides_, shape, &strides)) {
-    return TensorBase(storage_, dtype_, std::move(shape), std::move(strides),
-                      offset_, require_grad_);
+  if (!ComputeViewStrides(shape_, strides_, shape, &strides)) {
+    return Contiguous().Reshape(shape);
   }
-  return Contiguous().Reshape(shape);
+  TensorBase view(storage_, dtype_, std::move(shape), std::move(strides),
+                  offset_);
+  if (!autograd::ShouldRecord(*this)) return view;
+  return autograd::Record("reshape", {*this}, std::move(view),
+                          [input_shape = shape_](const TensorBase& grad) {
+                            return GradList{grad.Reshape(input_shape)};
+                          });
 }
 
 TensorBase TensorBase::Permute(std::span<const int> axes) const {
@@ -209,8 +256,18 @@ TensorBase TensorBase::Permute(std::span<const int> axes) const {
     shape[i] = shape_[axis];
     strides[i] = strides_[axis];
   }
-  return TensorBase(storage_, dtype_, std::move(shape), std::move(strides),
-                    offset_, require_grad_);
+  TensorBase view(storage_, dtype_, std::move(shape), std::move(strides),
+                  offset_);
+  if (!autograd::ShouldRecord(*this)) return view;
+  // The gradient goes through the inverse permutation.
+  std::vector<int> inverse(rank());
+  for (int i = 0; i < rank(); ++i) {
+    inverse[NormalizeAxis(axes[i], "permute")] = i;
+  }
+  return autograd::Record("permute", {*this}, std::move(view),
+                          [inverse](const TensorBase& grad) {
+                            return GradList{grad.Permute(inverse)};
+                          });
 }
 
 TensorBase TensorBase::Transpose(int axis0, int axis1) const {
@@ -229,8 +286,20 @@ TensorBase TensorBase::Narrow(int axis, int64_t start, int64_t length) const {
                  start, start + length, a, shape_.ToString());
   Shape shape = shape_;
   shape[a] = length;
-  return TensorBase(storage_, dtype_, std::move(shape), strides_,
-                    offset_ + start * strides_[a], require_grad_);
+  TensorBase view(storage_, dtype_, std::move(shape), strides_,
+                  offset_ + start * strides_[a]);
+  if (!autograd::ShouldRecord(*this)) return view;
+  // The gradient is zero outside the narrowed range.
+  return autograd::Record(
+      "narrow", {*this}, std::move(view),
+      [input_shape = shape_, a, start, length](const TensorBase& grad) {
+        TensorBase full =
+            autograd::Zeros(input_shape, grad.dtype(), grad.device());
+        if (grad.numel() > 0) {
+          GetBackend(grad.device()).Copy(full.Narrow(a, start, length), grad);
+        }
+        return GradList{full};
+      });
 }
 
 TensorBase TensorBase::Slice(int axis, int64_t start, int64_t end,
@@ -246,8 +315,20 @@ TensorBase TensorBase::Slice(int axis, int64_t start, int64_t end,
   Shape strides = strides_;
   shape[a] = (end - start + step - 1) / step;
   strides[a] = strides_[a] * step;
-  return TensorBase(storage_, dtype_, std::move(shape), std::move(strides),
-                    offset_ + start * strides_[a], require_grad_);
+  TensorBase view(storage_, dtype_, std::move(shape), std::move(strides),
+                  offset_ + start * strides_[a]);
+  if (!autograd::ShouldRecord(*this)) return view;
+  // The gradient is zero at the entries the slice skips.
+  return autograd::Record(
+      "slice", {*this}, std::move(view),
+      [input_shape = shape_, a, start, end, step](const TensorBase& grad) {
+        TensorBase full =
+            autograd::Zeros(input_shape, grad.dtype(), grad.device());
+        if (grad.numel() > 0) {
+          GetBackend(grad.device()).Copy(full.Slice(a, start, end, step), grad);
+        }
+        return GradList{full};
+      });
 }
 
 TensorBase TensorBase::Expand(const Shape& shape) const {
@@ -268,7 +349,14 @@ TensorBase TensorBase::Expand(const Shape& shape) const {
   }
   // Copied, not moved: gcc 12 reports a false "may be used uninitialized"
   // inside absl::InlinedVector's move here, and 8 strides cost nothing.
-  return TensorBase(storage_, dtype_, shape, strides, offset_, require_grad_);
+  TensorBase view(storage_, dtype_, shape, strides, offset_);
+  if (!autograd::ShouldRecord(*this)) return view;
+  // Each input element fed every output element it was broadcast to.
+  return autograd::Record(
+      "expand", {*this}, std::move(view),
+      [input_shape = shape_](const TensorBase& grad) {
+        return GradList{autograd::SumToShape(grad, input_shape)};
+      });
 }
 
 TensorBase TensorBase::Unsqueeze(int axis) const {
@@ -281,8 +369,12 @@ TensorBase TensorBase::Unsqueeze(int axis) const {
   const int64_t stride = a < rank() ? strides_[a] * shape_[a] : 1;
   shape.insert(a, 1);
   strides.insert(a, stride);
-  return TensorBase(storage_, dtype_, std::move(shape), std::move(strides),
-                    offset_, require_grad_);
+  TensorBase view(storage_, dtype_, std::move(shape), std::move(strides),
+                  offset_);
+  if (!autograd::ShouldRecord(*this)) return view;
+  return autograd::Record(
+      "unsqueeze", {*this}, std::move(view),
+      [a](const TensorBase& grad) { return GradList{grad.Squeeze(a)}; });
 }
 
 TensorBase TensorBase::Squeeze(int axis) const {
@@ -293,8 +385,12 @@ TensorBase TensorBase::Squeeze(int axis) const {
   Shape strides = strides_;
   shape.erase(a);
   strides.erase(a);
-  return TensorBase(storage_, dtype_, std::move(shape), std::move(strides),
-                    offset_, require_grad_);
+  TensorBase view(storage_, dtype_, std::move(shape), std::move(strides),
+                  offset_);
+  if (!autograd::ShouldRecord(*this)) return view;
+  return autograd::Record(
+      "squeeze", {*this}, std::move(view),
+      [a](const TensorBase& grad) { return GradList{grad.Unsqueeze(a)}; });
 }
 
 TensorBase TensorBase::Contiguous() const {
@@ -305,16 +401,22 @@ TensorBase TensorBase::Contiguous() const {
 TensorBase TensorBase::Clone() const {
   TensorBase result = Empty(shape_, dtype_, device());
   if (numel() > 0) GetBackend(device()).Copy(result, *this);
-  result.require_grad_ = require_grad_;
-  return result;
+  if (!autograd::ShouldRecord(*this)) return result;
+  return autograd::Record(
+      "clone", {*this}, std::move(result),
+      [](const TensorBase& grad) { return GradList{grad}; });
 }
 
 TensorBase TensorBase::To(DType dtype) const {
   if (dtype == dtype_) return *this;
   TensorBase result = Empty(shape_, dtype, device());
   if (numel() > 0) GetBackend(device()).Copy(result, *this);
-  result.require_grad_ = require_grad_;
-  return result;
+  if (!autograd::ShouldRecord(*this)) return result;
+  // Integer and bool results are not recorded (Record drops them).
+  return autograd::Record("to", {*this}, std::move(result),
+                          [input_dtype = dtype_](const TensorBase& grad) {
+                            return GradList{grad.To(input_dtype)};
+                          });
 }
 
 TensorBase TensorBase::ToDevice(const Device& device) const {
@@ -322,8 +424,14 @@ TensorBase TensorBase::ToDevice(const Device& device) const {
   std::vector<char> host(numel() * element_size());
   CopyToHost(host.data());
   TensorBase result = FromHost(host.data(), shape_, dtype_, device);
-  result.require_grad_ = require_grad_;
-  return result;
+  // A leaf moves as a leaf (a Param's value on its new device keeps the
+  // Param's id); a result records the move, whose gradient moves back.
+  if (is_leaf()) return result.WithAutogradMeta(autograd_);
+  if (!autograd::ShouldRecord(*this)) return result;
+  return autograd::Record("to_device", {*this}, std::move(result),
+                          [source = this->device()](const TensorBase& grad) {
+                            return GradList{grad.ToDevice(source)};
+                          });
 }
 
 void TensorBase::CopyToHost(void* host) const {
@@ -348,7 +456,10 @@ void TensorBase::CopyToHost(void* host) const {
 void TensorBase::MakeWritable() {
   KINDLING_CHECK(storage_ != nullptr, "tensor: use of an undefined tensor");
   if (!storage_->is_read_only()) return;
-  *this = Clone();
+  // The private copy is the same tensor to autodiff: keep the metadata.
+  std::shared_ptr<const AutogradMeta> meta = autograd_;
+  *this = Detach().Clone();
+  autograd_ = std::move(meta);
 }
 
 std::string TensorBase::ToString() const {

@@ -1,16 +1,22 @@
 // TensorBase: a tensor whose rank and kind are known only at run time.
 //
 // TensorBase is the untyped handle under Tensor<D, K>: a shared_ptr to a
-// Storage plus dtype, shape, element strides and element offset, and the
-// require-grad flag. Copying it copies no data. Code that does not know ranks
-// at compile time (checkpoint I/O, the generator's record types, backends)
-// works with TensorBase; user code uses Tensor<D, K> (tensor.h), which adds
-// the compile-time checks and the operator syntax.
+// Storage plus dtype, shape, element strides and element offset, and a
+// pointer to immutable autograd metadata (autograd_meta.h; null when the
+// tensor needs no gradient). Copying it copies no data. Code that does not know
+// ranks at compile time (checkpoint I/O, the generator's record types,
+// backends) works with TensorBase; user code uses Tensor<D, K> (tensor.h),
+// which adds the compile-time checks and the operator syntax.
 //
 // Views (Reshape when strides allow, Permute, Transpose, Narrow, Slice,
 // Expand, Unsqueeze, Squeeze) share the storage; Contiguous() and To() copy
 // only when they must. In-place writers call MakeWritable() first, which
 // copies a read-only borrowed storage (copy on write).
+//
+// Autodiff: views, Contiguous(), Clone(), To() and ToDevice() of a tensor
+// that requires grad record a node (grad_node.h) when grad mode is on, so
+// gradients flow through them; their backward sits right under each in
+// tensor_base.cc. In-place writers are never recorded and keep the metadata.
 #ifndef KINDLING_TENSOR_TENSOR_BASE_H_
 #define KINDLING_TENSOR_TENSOR_BASE_H_
 
@@ -19,12 +25,15 @@
 #include <span>
 #include <string>
 
+#include "kindling/core/param_id.h"
 #include "kindling/tensor/device.h"
 #include "kindling/tensor/dtype.h"
 #include "kindling/tensor/shape.h"
 #include "kindling/tensor/storage.h"
 
 namespace kindling {
+
+struct AutogradMeta;
 
 // [[nodiscard]] like Tensor: a discarded TensorBase result is a lost op.
 class [[nodiscard]] TensorBase {
@@ -35,8 +44,9 @@ class [[nodiscard]] TensorBase {
 
   // TensorBase() views `storage` with explicit layout. REQUIRES: every element
   // the layout addresses lies inside the storage (checked).
+  // The result requires no grad.
   TensorBase(std::shared_ptr<Storage> storage, DType dtype, Shape shape,
-             Shape strides, int64_t offset, bool require_grad = false);
+             Shape strides, int64_t offset);
 
   // Empty() allocates a contiguous tensor with uninitialized elements.
   static TensorBase Empty(const Shape& shape, DType dtype,
@@ -69,9 +79,37 @@ class [[nodiscard]] TensorBase {
   // may have any stride).
   bool is_contiguous() const;
 
-  bool is_require_grad() const { return require_grad_; }
-  // with_require_grad() returns a handle sharing the storage with the flag.
+  // --- Autodiff (see autograd_meta.h) ---------------------------------------
+
+  // is_require_grad() is true for a leaf that requires grad and for the
+  // result of an op recorded on one.
+  bool is_require_grad() const { return autograd_ != nullptr; }
+  // is_leaf() is true unless the tensor is a recorded op's result.
+  bool is_leaf() const;
+  // leaf_id() is the ParamId a leaf's gradient is reported under.
+  // REQUIRES: a leaf that requires grad (checked).
+  ParamId leaf_id() const;
+  // autograd_meta() is null when no gradient is needed.
+  const std::shared_ptr<const AutogradMeta>& autograd_meta() const {
+    return autograd_;
+  }
+  // with_require_grad() returns a handle sharing the storage: with true, this
+  // tensor when it already requires grad, else a leaf with a fresh ParamId;
+  // with false, Detach().
   TensorBase with_require_grad(bool require_grad) const;
+  // Detach() returns a handle sharing the storage with no autograd metadata:
+  // gradients do not flow through it.
+  TensorBase Detach() const;
+  // AsParamLeaf() is what a Param stores: detached, and a leaf with `id` when
+  // this tensor requires grad.
+  TensorBase AsParamLeaf(ParamId id) const;
+  // RetainGrad() returns a handle whose gradient Backward() reports
+  // (Gradients::FindRetained) although it is an op result. A leaf, or a
+  // tensor that requires no grad, is returned as is.
+  TensorBase RetainGrad() const;
+  // WithAutogradMeta() returns a handle sharing the storage with `meta`: for
+  // the autograd machinery (autograd::Record, leaves).
+  TensorBase WithAutogradMeta(std::shared_ptr<const AutogradMeta> meta) const;
 
   // NormalizeAxis() maps -rank..rank-1 to 0..rank-1, aborting with `op` in
   // the message when out of range.
@@ -113,7 +151,7 @@ class [[nodiscard]] TensorBase {
 
   // MakeWritable() gives this handle a private owned copy of its elements if
   // its storage is read-only (copy on write). Other handles keep viewing the
-  // original storage.
+  // original storage. The handle keeps its autograd metadata.
   void MakeWritable();
 
   // ToString() prints dtype, shape and device, e.g. "Tensor(f32[2, 3], cpu)".
@@ -125,7 +163,7 @@ class [[nodiscard]] TensorBase {
   Shape shape_;
   Shape strides_;
   int64_t offset_ = 0;
-  bool require_grad_ = false;
+  std::shared_ptr<const AutogradMeta> autograd_;
 };
 
 }  // namespace kindling

@@ -180,10 +180,32 @@ class [[nodiscard]] Tensor {
   }
   int64_t numel() const { return base_.numel(); }
   bool is_contiguous() const { return base_.is_contiguous(); }
+  // --- Autodiff (kindling/autodiff/backward.h) ------------------------------
+
+  // is_require_grad() is true for a leaf that requires grad and for an op
+  // result recorded on one.
   bool is_require_grad() const { return base_.is_require_grad(); }
-  // set_require_grad() returns a handle sharing this storage with the flag.
+  // set_require_grad() returns a handle sharing this storage: with true, a
+  // leaf with a fresh ParamId (this tensor when it already requires grad);
+  // with false, detach().
   Tensor set_require_grad(bool require_grad) const {
     return Tensor(base_.with_require_grad(require_grad));
+  }
+  // detach() shares the storage but carries no graph: no gradient flows
+  // through it.
+  Tensor detach() const { return Tensor(base_.Detach()); }
+  // is_leaf() is false for an op result that requires grad.
+  bool is_leaf() const { return base_.is_leaf(); }
+  // leaf_id() is the key of a leaf's gradient in Gradients.
+  // REQUIRES: a leaf that requires grad (checked).
+  ParamId leaf_id() const { return base_.leaf_id(); }
+  // retain_grad() returns a handle whose gradient Backward() also reports
+  // (Gradients::FindRetained), for an op result; use it in place of this one.
+  Tensor retain_grad() const { return Tensor(base_.RetainGrad()); }
+  // as_param_leaf() is how Param stores a value (core/param.h): detached,
+  // and a leaf under `id` when it requires grad.
+  Tensor as_param_leaf(ParamId id) const {
+    return Tensor(base_.AsParamLeaf(id));
   }
   // shares_storage_with() is true when both view one storage.
   template <int D2, TensorKind K2>

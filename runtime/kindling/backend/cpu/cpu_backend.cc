@@ -55,6 +55,11 @@ void CpuBackend::Gather(const TensorBase& out, const TensorBase& in, int axis,
   GatherKernel(out, in, axis, index);
 }
 
+void CpuBackend::ScatterAdd(const TensorBase& out, int axis,
+                            const TensorBase& index, const TensorBase& src) {
+  ScatterAddKernel(out, axis, index, src);
+}
+
 void RegisterCpuBackend() {
   static CpuDeviceMemory* const memory = new CpuDeviceMemory();
   static CpuBackend* const backend = new CpuBackend();

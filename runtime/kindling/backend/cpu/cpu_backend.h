@@ -37,6 +37,8 @@ class CpuBackend final : public Backend {
                    const TensorBase& index) override;
   void Gather(const TensorBase& out, const TensorBase& in, int axis,
               const TensorBase& index) override;
+  void ScatterAdd(const TensorBase& out, int axis, const TensorBase& index,
+                  const TensorBase& src) override;
 };
 
 // RegisterCpuBackend() registers CpuBackend and CpuDeviceMemory

@@ -1,10 +1,14 @@
-// Index kernels on the CPU: index_select (embedding lookup) and gather.
+// Index kernels on the CPU: index_select (embedding lookup), gather, and
+// scatter_add (the gradient of both).
 //
-// Both view the input as [outer, size, inner] around `axis` (contiguous) and
-// move whole elements by their byte size, so one implementation serves every
-// dtype. index_select copies `inner`-element rows with memcpy.
+// All view the tensor as [outer, size, inner] around `axis` (contiguous).
+// index_select and gather move whole elements by their byte size, so one
+// implementation serves every dtype; index_select copies `inner`-element rows
+// with memcpy. scatter_add adds, so it is typed (f32, f64).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kindling/backend/cpu/kernels.h"
@@ -80,6 +84,59 @@ void GatherKernel(const TensorBase& out, const TensorBase& in, int axis,
                               element);
                 }
               });
+}
+
+namespace {
+
+// Shapes: out [outer, size, inner]; index, src [outer, picks, inner].
+// Threads split the (outer, inner) columns: two columns never write the same
+// output element, so the adds need no atomics and the result does not depend
+// on the thread count.
+template <class T>
+void ScatterAddTyped(T* out, const T* src, const int64_t* index, int64_t outer,
+                     int64_t size, int64_t picks, int64_t inner) {
+  const int64_t grain =
+      std::max<int64_t>(1, kElementGrain / std::max<int64_t>(picks, 1));
+  ParallelFor(outer * inner, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t column = begin; column < end;) {
+      const int64_t o = column / inner;
+      const int64_t first = column % inner;
+      const int64_t last = std::min(inner, first + (end - column));
+      for (int64_t j = 0; j < picks; ++j) {
+        const int64_t row = (o * picks + j) * inner;
+        for (int64_t i = first; i < last; ++i) {
+          out[(o * size + index[row + i]) * inner + i] += src[row + i];
+        }
+      }
+      column += last - first;
+    }
+  });
+}
+
+}  // namespace
+
+void ScatterAddKernel(const TensorBase& out, int axis, const TensorBase& index,
+                      const TensorBase& src) {
+  const TensorBase source = src.Contiguous();
+  const std::vector<int64_t> indices = ReadIndices(index);
+  int64_t outer = 0, inner = 0;
+  Outer(source.shape(), axis, &outer, &inner);
+  const int64_t size = out.shape()[axis];
+  const int64_t picks = source.shape()[axis];
+  switch (out.dtype()) {
+    case DType::kF32:
+      ScatterAddTyped(out.data_as<float>(), source.data_as<const float>(),
+                      indices.data(), outer, size, picks, inner);
+      return;
+    case DType::kF64:
+      ScatterAddTyped(out.data_as<double>(), source.data_as<const double>(),
+                      indices.data(), outer, size, picks, inner);
+      return;
+    default:
+      break;
+  }
+  KINDLING_CHECK(false, "scatter_add: dtype %s not supported on the cpu",
+                 std::string(DTypeName(out.dtype())));
 }
 
 }  // namespace kindling::cpu

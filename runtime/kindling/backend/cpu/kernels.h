@@ -34,6 +34,8 @@ void IndexSelectKernel(const TensorBase& out, const TensorBase& in, int axis,
                        const TensorBase& index);
 void GatherKernel(const TensorBase& out, const TensorBase& in, int axis,
                   const TensorBase& index);
+void ScatterAddKernel(const TensorBase& out, int axis, const TensorBase& index,
+                      const TensorBase& src);
 
 }  // namespace kindling::cpu
 

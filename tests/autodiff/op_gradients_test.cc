@@ -1,0 +1,418 @@
+// Every differentiable op's backward formula against central finite
+// differences in f64 (gradcheck.h), on random inputs, including broadcast,
+// non-contiguous (transposed, sliced) and zero-size cases.
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kindling/autodiff/backward.h"
+#include "kindling/tensor/ops.h"
+#include "kindling/tensor/tensor.h"
+#include "tests/autodiff/gradcheck.h"
+
+namespace kindling {
+namespace {
+
+using testing::Gradcheck;
+using testing::GradcheckFn;
+using testing::RandomLeaf;
+using Inputs = std::span<const TensorBase>;
+
+TensorBase IndexTensor(const std::vector<int64_t>& values, const Shape& shape) {
+  return TensorBase::FromHost(values.data(), shape, DType::kI64, Device::Cpu());
+}
+
+// --- Unary -------------------------------------------------------------------
+
+struct UnaryCase {
+  UnaryOp op;
+  double low, high;  // input range (log and sqrt need positive inputs)
+};
+
+class UnaryGradientTest : public ::testing::TestWithParam<UnaryCase> {};
+
+TEST_P(UnaryGradientTest, ContiguousAndTransposed) {
+  const UnaryCase c = GetParam();
+  Generator generator(7);
+  const std::vector<TensorBase> inputs = {
+      RandomLeaf({3, 4}, generator, c.low, c.high)};
+  const double arg0 = c.op == UnaryOp::kClamp ? -0.5 : 0;
+  const double arg1 = c.op == UnaryOp::kClamp ? 0.5 : 0;
+  EXPECT_TRUE(Gradcheck(
+      [&](Inputs x) { return ops::Unary(c.op, x[0], arg0, arg1); }, inputs))
+      << ops::UnaryOpName(c.op);
+  EXPECT_TRUE(Gradcheck(
+      [&](Inputs x) {
+        return ops::Unary(c.op, x[0].Transpose(0, 1), arg0, arg1);
+      },
+      inputs))
+      << ops::UnaryOpName(c.op) << " transposed";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllUnaryOps, UnaryGradientTest,
+                         ::testing::Values(UnaryCase{UnaryOp::kNeg, -2, 2},
+                                           UnaryCase{UnaryOp::kAbs, -2, 2},
+                                           UnaryCase{UnaryOp::kExp, -2, 2},
+                                           UnaryCase{UnaryOp::kLog, 0.2, 3},
+                                           UnaryCase{UnaryOp::kSqrt, 0.2, 3},
+                                           UnaryCase{UnaryOp::kRelu, -2, 2},
+                                           UnaryCase{UnaryOp::kGelu, -3, 3},
+                                           UnaryCase{UnaryOp::kSigmoid, -3, 3},
+                                           UnaryCase{UnaryOp::kTanh, -2, 2},
+                                           UnaryCase{UnaryOp::kClamp, -1, 1}));
+
+TEST(UnaryGradientTest, GeluAtZero) {
+  // Phi(0) = 1/2 is special-cased in the formula.
+  const TensorBase x =
+      IndexTensor({0}, {1}).To(DType::kF64).with_require_grad(true);
+  const Gradients grads =
+      Backward(ops::ReduceAll(ReduceOp::kSum, ops::Unary(UnaryOp::kGelu, x)));
+  EXPECT_DOUBLE_EQ(0.5, testing::ToDoubles(*grads.Find(x.leaf_id()))[0]);
+}
+
+// --- Binary ------------------------------------------------------------------
+
+struct BinaryCase {
+  BinaryOp op;
+  double low, high;  // operand range (div needs b away from 0, pow a > 0)
+};
+
+class BinaryGradientTest : public ::testing::TestWithParam<BinaryCase> {};
+
+TEST_P(BinaryGradientTest, SameShape) {
+  const BinaryCase c = GetParam();
+  Generator generator(11);
+  const std::vector<TensorBase> inputs = {
+      RandomLeaf({2, 3}, generator, c.low, c.high),
+      RandomLeaf({2, 3}, generator, c.low, c.high)};
+  EXPECT_TRUE(Gradcheck([&](Inputs x) { return ops::Binary(c.op, x[0], x[1]); },
+                        inputs))
+      << ops::BinaryOpName(c.op);
+}
+
+TEST_P(BinaryGradientTest, Broadcast) {
+  const BinaryCase c = GetParam();
+  Generator generator(12);
+  // [3, 1, 4] with [2, 4] -> [3, 2, 4]; both sides are summed back.
+  const std::vector<TensorBase> inputs = {
+      RandomLeaf({3, 1, 4}, generator, c.low, c.high),
+      RandomLeaf({2, 4}, generator, c.low, c.high)};
+  EXPECT_TRUE(Gradcheck([&](Inputs x) { return ops::Binary(c.op, x[0], x[1]); },
+                        inputs))
+      << ops::BinaryOpName(c.op);
+  EXPECT_TRUE(Gradcheck([&](Inputs x) { return ops::Binary(c.op, x[1], x[0]); },
+                        inputs))
+      << ops::BinaryOpName(c.op) << " swapped";
+}
+
+TEST_P(BinaryGradientTest, NonContiguousOperands) {
+  const BinaryCase c = GetParam();
+  Generator generator(13);
+  const std::vector<TensorBase> inputs = {
+      RandomLeaf({4, 3}, generator, c.low, c.high),
+      RandomLeaf({3, 8}, generator, c.low, c.high)};
+  EXPECT_TRUE(Gradcheck(
+      [&](Inputs x) {
+        return ops::Binary(c.op, x[0].Transpose(0, 1),
+                           x[1].Slice(1, 1, 8, 2));  // [3, 4] and [3, 4]
+      },
+      inputs))
+      << ops::BinaryOpName(c.op);
+}
+
+TEST_P(BinaryGradientTest, ScalarOperands) {
+  const BinaryCase c = GetParam();
+  Generator generator(14);
+  const std::vector<TensorBase> inputs = {
+      RandomLeaf({5}, generator, c.low, c.high)};
+  const double scalar = c.op == BinaryOp::kPow ? 1.5 : 0.7;
+  EXPECT_TRUE(Gradcheck(
+      [&](Inputs x) { return ops::BinaryScalar(c.op, x[0], scalar); }, inputs))
+      << ops::BinaryOpName(c.op);
+  EXPECT_TRUE(Gradcheck(
+      [&](Inputs x) { return ops::ScalarBinary(c.op, 1.3, x[0]); }, inputs))
+      << ops::BinaryOpName(c.op);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllBinaryOps, BinaryGradientTest,
+    ::testing::Values(BinaryCase{BinaryOp::kAdd, -2, 2},
+                      BinaryCase{BinaryOp::kSub, -2, 2},
+                      BinaryCase{BinaryOp::kMul, -2, 2},
+                      BinaryCase{BinaryOp::kDiv, 0.5, 2},
+                      BinaryCase{BinaryOp::kPow, 0.5, 2},
+                      BinaryCase{BinaryOp::kMaximum, -2, 2},
+                      BinaryCase{BinaryOp::kMinimum, -2, 2}));
+
+TEST(BinaryGradientTest, MaximumSplitsTiesEvenly) {
+  const TensorBase a = IndexTensor({1, 2}, {2}).To(DType::kF64);
+  const TensorBase b = IndexTensor({1, 3}, {2}).To(DType::kF64);
+  const TensorBase la = a.with_require_grad(true);
+  const TensorBase lb = b.with_require_grad(true);
+  const Gradients grads = Backward(
+      ops::ReduceAll(ReduceOp::kSum, ops::Binary(BinaryOp::kMaximum, la, lb)));
+  EXPECT_EQ((std::vector<double>{0.5, 0}),
+            testing::ToDoubles(*grads.Find(la.leaf_id())));
+  EXPECT_EQ((std::vector<double>{0.5, 1}),
+            testing::ToDoubles(*grads.Find(lb.leaf_id())));
+}
+
+TEST(WhereGradientTest, BroadcastBranchesAndMaskFill) {
+  Generator generator(15);
+  const std::vector<TensorBase> inputs = {RandomLeaf({3, 4}, generator),
+                                          RandomLeaf({4}, generator)};
+  EXPECT_TRUE(Gradcheck(
+      [](Inputs x) {
+        const TensorBase condition =
+            ops::BinaryScalar(BinaryOp::kGreater, x[0], 0).Detach();
+        return ops::Where(condition, x[0], x[1]);
+      },
+      inputs));
+  EXPECT_TRUE(Gradcheck(
+      [](Inputs x) {
+        const TensorBase mask =
+            ops::BinaryScalar(BinaryOp::kLess, x[1], 0).Detach();
+        return ops::MaskFill(x[0], mask, 3.0);
+      },
+      inputs));
+}
+
+// --- Reductions and softmax --------------------------------------------------
+
+class ReduceGradientTest : public ::testing::TestWithParam<ReduceOp> {};
+
+TEST_P(ReduceGradientTest, EachAxisAndWhole) {
+  Generator generator(21);
+  const std::vector<TensorBase> inputs = {RandomLeaf({3, 4, 2}, generator)};
+  for (int axis = -3; axis < 3; ++axis) {
+    EXPECT_TRUE(Gradcheck(
+        [&](Inputs x) { return ops::Reduce(GetParam(), x[0], axis); }, inputs))
+        << "axis " << axis;
+  }
+  EXPECT_TRUE(Gradcheck(
+      [&](Inputs x) { return ops::ReduceAll(GetParam(), x[0]); }, inputs));
+  EXPECT_TRUE(Gradcheck(
+      [&](Inputs x) {
+        return ops::Reduce(GetParam(), x[0].Permute(std::array{2, 0, 1}), 2);
+      },
+      inputs))
+      << "permuted";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllReductions, ReduceGradientTest,
+                         ::testing::Values(ReduceOp::kSum, ReduceOp::kMean,
+                                           ReduceOp::kMax, ReduceOp::kMin));
+
+TEST(ReduceGradientTest, MaxSplitsTiesEvenly) {
+  const TensorBase x =
+      IndexTensor({3, 1, 3}, {3}).To(DType::kF64).with_require_grad(true);
+  const Gradients grads = Backward(ops::ReduceAll(ReduceOp::kMax, x));
+  EXPECT_EQ((std::vector<double>{0.5, 0, 0.5}),
+            testing::ToDoubles(*grads.Find(x.leaf_id())));
+}
+
+TEST(ReduceGradientTest, ArgMaxRecordsNothing) {
+  Generator generator(22);
+  const TensorBase x = RandomLeaf({3, 4}, generator);
+  EXPECT_FALSE(ops::Reduce(ReduceOp::kArgMax, x, 1).is_require_grad());
+}
+
+TEST(ReduceGradientTest, ZeroSizeSum) {
+  const TensorBase x = TensorBase::Empty({0, 3}, DType::kF64, Device::Cpu())
+                           .with_require_grad(true);
+  const Gradients grads = Backward(ops::ReduceAll(ReduceOp::kSum, x));
+  ASSERT_NE(nullptr, grads.Find(x.leaf_id()));
+  EXPECT_EQ((Shape{0, 3}), grads.Find(x.leaf_id())->shape());
+  const TensorBase y = TensorBase::Empty({2, 0}, DType::kF64, Device::Cpu())
+                           .with_require_grad(true);
+  const Gradients sum_grads = Backward(
+      ops::ReduceAll(ReduceOp::kSum, ops::Reduce(ReduceOp::kSum, y, 1)));
+  EXPECT_EQ((Shape{2, 0}), sum_grads.Find(y.leaf_id())->shape());
+}
+
+TEST(SoftmaxGradientTest, SoftmaxAndLogSoftmaxAlongEachAxis) {
+  Generator generator(23);
+  const std::vector<TensorBase> inputs = {RandomLeaf({3, 5}, generator)};
+  for (const bool log : {false, true}) {
+    for (const int axis : {0, 1, -1}) {
+      EXPECT_TRUE(Gradcheck(
+          [&](Inputs x) { return ops::Softmax(x[0], axis, log); }, inputs))
+          << "log " << log << " axis " << axis;
+    }
+    EXPECT_TRUE(Gradcheck(
+        [&](Inputs x) { return ops::Softmax(x[0].Transpose(0, 1), 1, log); },
+        inputs))
+        << "log " << log << " transposed";
+  }
+}
+
+// --- Matmul ------------------------------------------------------------------
+
+TEST(MatmulGradientTest, Matrices) {
+  Generator generator(31);
+  const std::vector<TensorBase> inputs = {RandomLeaf({3, 4}, generator),
+                                          RandomLeaf({4, 5}, generator)};
+  EXPECT_TRUE(
+      Gradcheck([](Inputs x) { return ops::Matmul(x[0], x[1]); }, inputs));
+}
+
+TEST(MatmulGradientTest, TransposedOperands) {
+  Generator generator(32);
+  const std::vector<TensorBase> inputs = {RandomLeaf({4, 3}, generator),
+                                          RandomLeaf({5, 4}, generator)};
+  EXPECT_TRUE(Gradcheck(
+      [](Inputs x) {
+        return ops::Matmul(x[0].Transpose(0, 1), x[1].Transpose(0, 1));
+      },
+      inputs));
+}
+
+TEST(MatmulGradientTest, BatchedWithSharedMatrix) {
+  // The Linear-layer case: [B, M, K] x [K, N].
+  Generator generator(33);
+  const std::vector<TensorBase> inputs = {RandomLeaf({2, 3, 4}, generator),
+                                          RandomLeaf({4, 5}, generator)};
+  EXPECT_TRUE(
+      Gradcheck([](Inputs x) { return ops::Matmul(x[0], x[1]); }, inputs));
+  EXPECT_TRUE(Gradcheck(
+      [](Inputs x) {
+        return ops::Matmul(x[1].Transpose(0, 1), x[0].Transpose(1, 2));
+      },
+      inputs))
+      << "matrix times batch";
+}
+
+TEST(MatmulGradientTest, BroadcastBatchDims) {
+  Generator generator(34);
+  const std::vector<TensorBase> inputs = {RandomLeaf({2, 1, 3, 4}, generator),
+                                          RandomLeaf({3, 4, 2}, generator)};
+  EXPECT_TRUE(
+      Gradcheck([](Inputs x) { return ops::Matmul(x[0], x[1]); }, inputs));
+}
+
+TEST(MatmulGradientTest, ZeroInnerDimension) {
+  const TensorBase a = TensorBase::Empty({2, 0}, DType::kF64, Device::Cpu())
+                           .with_require_grad(true);
+  const TensorBase b = TensorBase::Empty({0, 3}, DType::kF64, Device::Cpu())
+                           .with_require_grad(true);
+  const Gradients grads =
+      Backward(ops::ReduceAll(ReduceOp::kSum, ops::Matmul(a, b)));
+  EXPECT_EQ((Shape{2, 0}), grads.Find(a.leaf_id())->shape());
+  EXPECT_EQ((Shape{0, 3}), grads.Find(b.leaf_id())->shape());
+}
+
+// --- Indexing ----------------------------------------------------------------
+
+TEST(IndexGradientTest, CatAndStack) {
+  Generator generator(41);
+  const std::vector<TensorBase> inputs = {RandomLeaf({2, 3}, generator),
+                                          RandomLeaf({4, 3}, generator)};
+  EXPECT_TRUE(Gradcheck(
+      [](Inputs x) {
+        const std::vector<TensorBase> parts = {
+            x[0], x[1].Slice(0, 0, 4, 2),
+            ops::Full({1, 3}, 2.0, DType::kF64, Device::Cpu())};
+        return ops::Cat(parts, 0);
+      },
+      inputs));
+  EXPECT_TRUE(Gradcheck(
+      [](Inputs x) {
+        const std::vector<TensorBase> parts = {x[0], x[1].Narrow(0, 1, 2)};
+        return ops::Stack(parts, 1);
+      },
+      inputs));
+}
+
+TEST(IndexGradientTest, IndexSelectWithRepeats) {
+  Generator generator(42);
+  const std::vector<TensorBase> inputs = {RandomLeaf({4, 3}, generator)};
+  const TensorBase ids = IndexTensor({3, 0, 3, 1}, {4});
+  for (const int axis : {0, 1}) {
+    const TensorBase index = axis == 0 ? ids : IndexTensor({2, 0, 2}, {3});
+    EXPECT_TRUE(Gradcheck(
+        [&](Inputs x) { return ops::IndexSelect(x[0], axis, index); }, inputs))
+        << "axis " << axis;
+  }
+  EXPECT_TRUE(Gradcheck(
+      [&](Inputs x) { return ops::IndexSelect(x[0].Transpose(0, 1), 1, ids); },
+      inputs))
+      << "transposed";
+}
+
+TEST(IndexGradientTest, GatherWithRepeats) {
+  Generator generator(43);
+  const std::vector<TensorBase> inputs = {RandomLeaf({2, 4}, generator)};
+  const TensorBase index = IndexTensor({3, 3, 0, 1, 1, 2}, {2, 3});
+  EXPECT_TRUE(
+      Gradcheck([&](Inputs x) { return ops::Gather(x[0], 1, index); }, inputs));
+  const TensorBase rows = IndexTensor({1, 0, 1, 1}, {1, 4});
+  EXPECT_TRUE(
+      Gradcheck([&](Inputs x) { return ops::Gather(x[0], 0, rows); }, inputs));
+}
+
+// --- Views and copies --------------------------------------------------------
+
+TEST(ViewGradientTest, EveryView) {
+  Generator generator(51);
+  const std::vector<TensorBase> inputs = {RandomLeaf({2, 3, 4}, generator)};
+  const std::vector<std::pair<const char*, GradcheckFn>> views = {
+      {"reshape",
+       [](Inputs x) {
+         return x[0].Reshape({6, 4});
+       }},
+      {"reshape of transposed (copies)",
+       [](Inputs x) { return x[0].Transpose(0, 2).Reshape({-1}); }},
+      {"permute",
+       [](Inputs x) {
+         return x[0].Permute(std::array{1, 2, 0});
+       }},
+      {"transpose", [](Inputs x) { return x[0].Transpose(-1, 0); }},
+      {"narrow", [](Inputs x) { return x[0].Narrow(2, 1, 2); }},
+      {"slice with step", [](Inputs x) { return x[0].Slice(2, -3, 4, 2); }},
+      {"expand",
+       [](Inputs x) {
+         return x[0].Narrow(1, 0, 1).Expand({5, 2, 3, 4});
+       }},
+      {"unsqueeze", [](Inputs x) { return x[0].Unsqueeze(1); }},
+      {"squeeze", [](Inputs x) { return x[0].Narrow(1, 2, 1).Squeeze(1); }},
+      {"contiguous",
+       [](Inputs x) { return x[0].Transpose(0, 1).Contiguous(); }},
+      {"clone", [](Inputs x) { return x[0].Slice(1, 0, 3, 2).Clone(); }},
+      {"empty narrow", [](Inputs x) { return x[0].Narrow(0, 1, 0); }},
+  };
+  for (const auto& [name, view] : views) {
+    EXPECT_TRUE(Gradcheck(view, inputs)) << name;
+  }
+}
+
+TEST(ViewGradientTest, ChainOfViewsIntoAnOp) {
+  Generator generator(52);
+  const std::vector<TensorBase> inputs = {RandomLeaf({4, 6}, generator),
+                                          RandomLeaf({3}, generator)};
+  EXPECT_TRUE(Gradcheck(
+      [](Inputs x) {
+        const TensorBase a = x[0].Reshape({2, 2, 6}).Slice(2, 0, 6, 2);
+        return ops::Binary(BinaryOp::kMul, a.Transpose(0, 1), x[1]);
+      },
+      inputs));
+}
+
+TEST(ViewGradientTest, DtypeConversionPassesTheGradientBack) {
+  const TensorBase x =
+      IndexTensor({1, -2, 3}, {3}).To(DType::kF64).with_require_grad(true);
+  const TensorBase y = x.To(DType::kF32);
+  ASSERT_TRUE(y.is_require_grad());
+  // sum(y^2): the gradient 2x comes back as f64.
+  const Gradients grads = Backward(
+      ops::ReduceAll(ReduceOp::kSum, ops::Binary(BinaryOp::kMul, y, y)));
+  const TensorBase* grad = grads.Find(x.leaf_id());
+  ASSERT_NE(nullptr, grad);
+  EXPECT_EQ(DType::kF64, grad->dtype());
+  EXPECT_EQ((std::vector<double>{2, -4, 6}), testing::ToDoubles(*grad));
+  EXPECT_FALSE(x.To(DType::kI64).is_require_grad());
+}
+
+}  // namespace
+}  // namespace kindling
