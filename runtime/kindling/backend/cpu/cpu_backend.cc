@@ -2,6 +2,7 @@
 
 #include "kindling/backend/cpu/cpu_device_memory.h"
 #include "kindling/backend/cpu/kernels.h"
+#include "kindling/backend/cpu/optimizer_kernels.h"
 #include "kindling/tensor/device_memory.h"
 #include "kindling/tensor/tensor_base.h"
 
@@ -58,6 +59,29 @@ void CpuBackend::Gather(const TensorBase& out, const TensorBase& in, int axis,
 void CpuBackend::ScatterAdd(const TensorBase& out, int axis,
                             const TensorBase& index, const TensorBase& src) {
   ScatterAddKernel(out, axis, index, src);
+}
+
+void CpuBackend::SgdUpdate(const TensorBase& param, const TensorBase& grad,
+                           const TensorBase& momentum_buffer,
+                           const SgdUpdateScalars& scalars) {
+  SgdUpdateKernel(param, grad, momentum_buffer, scalars);
+}
+
+void CpuBackend::AdamUpdate(const TensorBase& param, const TensorBase& grad,
+                            const TensorBase& exp_avg,
+                            const TensorBase& exp_avg_sq,
+                            const TensorBase& max_exp_avg_sq,
+                            const AdamUpdateScalars& scalars) {
+  AdamUpdateKernel(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars);
+}
+
+double CpuBackend::AbsPowerSum(const TensorBase& in, double p) {
+  return AbsPowerSumKernel(in, p);
+}
+
+void CpuBackend::ScaleClamp(const TensorBase& inout, double scale,
+                            double max_abs) {
+  ScaleClampKernel(inout, scale, max_abs);
 }
 
 void RegisterCpuBackend() {

@@ -39,6 +39,18 @@ class CpuBackend final : public Backend {
               const TensorBase& index) override;
   void ScatterAdd(const TensorBase& out, int axis, const TensorBase& index,
                   const TensorBase& src) override;
+
+  // Optimizer kernels (optimizer_kernels.h).
+  void SgdUpdate(const TensorBase& param, const TensorBase& grad,
+                 const TensorBase& momentum_buffer,
+                 const SgdUpdateScalars& scalars) override;
+  void AdamUpdate(const TensorBase& param, const TensorBase& grad,
+                  const TensorBase& exp_avg, const TensorBase& exp_avg_sq,
+                  const TensorBase& max_exp_avg_sq,
+                  const AdamUpdateScalars& scalars) override;
+  double AbsPowerSum(const TensorBase& in, double p) override;
+  void ScaleClamp(const TensorBase& inout, double scale,
+                  double max_abs) override;
 };
 
 // RegisterCpuBackend() registers CpuBackend and CpuDeviceMemory

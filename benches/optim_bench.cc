@@ -1,0 +1,151 @@
+// Optimizer step cost on Burn's 312 MiB model shape (20 Linear layers,
+// 1024->2048 then 19x 2048->2048, 81.8M f32 parameters), against its limits,
+// all measured in the same run:
+//
+//   BM_AdamStep/L/W      one Optimizer::Step (Adam) over L layers of width W
+//     ms_per_step         time of one step
+//     ratio_vs_memcpy     step GB/s / memcpy GB/s. A step must read param,
+//                         grad, exp_avg, exp_avg_sq and write param, exp_avg,
+//                         exp_avg_sq: 7x the model's bytes. The peer is a
+//                         memcpy of the model's bytes (1 read + 1 write),
+//                         timed after every step with the timer paused.
+//                         1.0 means the step runs at copy bandwidth.
+//     allocs_per_step     tensor allocations per step after the first
+//                         (MemoryStats). Goal 0.
+//     peak_vs_4x_model    peak tracked tensor bytes / (4 x model bytes):
+//                         parameters, gradients and two moments. Goal 1.0.
+//   BM_SgdMomentumStep/L/W  the same for SGD with momentum (5x the bytes:
+//                         param, grad, buffer read; param, buffer written).
+//
+//   tools/bazel run //benches:optim_bench -- --benchmark_repetitions=5
+//       --benchmark_report_aggregates_only=true
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "benches/bench_models.kindling.h"
+#include "benchmark/benchmark.h"
+#include "kindling/autodiff/gradients.h"
+#include "kindling/module/erased.h"
+#include "kindling/optim/optimizer.h"
+#include "kindling/tensor/memory_stats.h"
+#include "kindling/tensor/tensor.h"
+
+namespace kindling {
+namespace {
+
+using Model = bench::Deep;
+
+double Seconds(std::chrono::steady_clock::duration duration) {
+  return std::chrono::duration<double>(duration).count();
+}
+
+// MakeModel() builds and initializes L layers: 1024 -> W, then W -> W.
+Model MakeModel(int layers, int64_t width) {
+  Model model;
+  for (int i = 0; i < layers; ++i) {
+    const int64_t in = i == 0 ? 1024 : width;
+    model.layers.push_back(nn::LinearConfig{in, width}.Init());
+  }
+  VisitParamsErased(model, [](const ParamView& param) {
+    benchmark::DoNotOptimize(param.value().data());
+  });
+  return model;
+}
+
+// Gradients of 1e-3 for every parameter (the values do not change the cost).
+Gradients MakeGradients(const Model& model) {
+  Gradients grads;
+  VisitParamsErased(model, [&](const ParamView& param) {
+    TensorBase grad =
+        TensorBase::Empty(param.lazy_shape(), DType::kF32, Device::Cpu());
+    GetBackend(grad.device()).Fill(grad, 1e-3);
+    grads.Set(param.id(), grad);
+  });
+  return grads;
+}
+
+int64_t ModelBytes(const Model& model) {
+  int64_t bytes = 0;
+  VisitParamsErased(model, [&](const ParamView& param) {
+    bytes += param.lazy_shape().num_elements() * int64_t{sizeof(float)};
+  });
+  return bytes;
+}
+
+// Steps `optimizer` on a fresh model, reporting the counters above.
+// `passes` is how many times the step reads or writes the model's bytes.
+void MeasureStep(benchmark::State& state, Optimizer optimizer, int passes) {
+  const int layers = static_cast<int>(state.range(0));
+  const int64_t width = state.range(1);
+  ResetMemoryStats(Device::Cpu());
+  const int64_t live_before = GetMemoryStats(Device::Cpu()).bytes_live;
+  Model model = MakeModel(layers, width);
+  const Gradients grads = MakeGradients(model);
+  const int64_t model_bytes = ModelBytes(model);
+  std::vector<char> source(model_bytes, 1);
+  std::vector<char> target(model_bytes, 0);
+  std::memcpy(target.data(), source.data(), model_bytes);  // fault pages in
+
+  if (!optimizer.Step(model, grads).ok()) {
+    state.SkipWithError("first step failed");
+    return;
+  }
+  const int64_t allocations_before =
+      GetMemoryStats(Device::Cpu()).allocation_count;
+  double step_seconds = 0;
+  double copy_seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    if (!optimizer.Step(model, grads).ok()) {
+      state.SkipWithError("step failed");
+      return;
+    }
+    step_seconds += Seconds(std::chrono::steady_clock::now() - start);
+    state.PauseTiming();
+    const auto copy_start = std::chrono::steady_clock::now();
+    std::memcpy(target.data(), source.data(), model_bytes);
+    benchmark::ClobberMemory();
+    copy_seconds += Seconds(std::chrono::steady_clock::now() - copy_start);
+    state.ResumeTiming();
+  }
+  const MemoryStats stats = GetMemoryStats(Device::Cpu());
+  const double iterations = static_cast<double>(state.iterations());
+  const double step_rate = passes * model_bytes * iterations / step_seconds;
+  const double copy_rate = 2.0 * model_bytes * iterations / copy_seconds;
+  state.counters["ms_per_step"] = 1e3 * step_seconds / iterations;
+  state.counters["GB/s"] = step_rate / 1e9;
+  state.counters["memcpy_GB/s"] = copy_rate / 1e9;
+  state.counters["ratio_vs_memcpy"] = step_rate / copy_rate;
+  state.counters["allocs_per_step"] =
+      (stats.allocation_count - allocations_before) / iterations;
+  state.counters["peak_vs_4x_model"] =
+      static_cast<double>(stats.peak_bytes - live_before) / (4.0 * model_bytes);
+  state.counters["model_MiB"] = model_bytes / double{1 << 20};
+}
+
+void BM_AdamStep(benchmark::State& state) {
+  MeasureStep(state, *Optimizer::Adam({}), /*passes=*/7);
+}
+BENCHMARK(BM_AdamStep)
+    ->Args({20, 2048})
+    ->Args({2, 64})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_SgdMomentumStep(benchmark::State& state) {
+  MeasureStep(state, *Optimizer::Sgd({.lr = 0.01, .momentum = 0.9}),
+              /*passes=*/5);
+}
+BENCHMARK(BM_SgdMomentumStep)
+    ->Args({20, 2048})
+    ->Args({2, 64})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace kindling
+
+BENCHMARK_MAIN();

@@ -1,0 +1,325 @@
+// Optimizer::Step semantics: tied and frozen parameters, missing gradients,
+// parameter groups, in-place updates without allocation, read-only storage,
+// 16-bit parameters and errors.
+#include "kindling/optim/optimizer.h"
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kindling/autodiff/gradients.h"
+#include "kindling/module/erased.h"
+#include "kindling/optim/clip.h"
+#include "kindling/tensor/memory_stats.h"
+#include "tests/optim/optim_test_modules.kindling.h"
+
+namespace {
+
+using ::kindling::Device;
+using ::kindling::DType;
+using ::kindling::Gradients;
+using ::kindling::Optimizer;
+using ::kindling::Param;
+using ::kindling::ParamId;
+using ::kindling::Tensor;
+using ::kindling::TensorBase;
+using ::optimtest::ParamFrom;
+using ::optimtest::Ramp;
+using ::testing::HasSubstr;
+
+// GradsFor() gives every parameter of `model` a gradient that depends on its
+// path and `step` only, so two models of one structure get equal gradients.
+template <class M>
+Gradients GradsFor(const M& model, int step, DType dtype = DType::kF32) {
+  Gradients grads;
+  kindling::VisitParamsErased(model, [&](const kindling::ParamView& param) {
+    const int64_t n = param.lazy_shape().num_elements();
+    std::vector<float> values(n);
+    for (int64_t i = 0; i < n; ++i) {
+      values[i] = std::sin(0.7f * static_cast<float>(i + 1) +
+                           0.3f * static_cast<float>(step) +
+                           static_cast<float>(param.path().size()));
+    }
+    TensorBase grad =
+        Tensor<1>::FromData(values, {n}).base().Reshape(param.lazy_shape());
+    grads.Set(param.id(), grad.To(dtype));
+  });
+  return grads;
+}
+
+std::vector<float> Values(const Tensor<2>& t) { return t.to_data<float>(); }
+std::vector<float> Values(const Tensor<1>& t) { return t.to_data<float>(); }
+
+TEST(OptimizerStepTest, TiedWeightsAreSteppedOnceAndStayTied) {
+  Param<Tensor<2>> embed = ParamFrom<2>(Ramp(6, 0.5f), {2, 3});
+  optimtest::Tied model{embed, embed, ParamFrom<2>(Ramp(4, 1.0f), {2, 2})};
+  model.frozen = model.frozen.set_require_grad(false);
+  absl::StatusOr<Optimizer> optimizer = Optimizer::Sgd({.lr = 0.1});
+  ASSERT_TRUE(optimizer.ok());
+  Gradients grads;
+  grads.Set(embed.id(), Tensor<2>::Full({2, 3}, 1.0).base());
+  grads.Set(model.frozen.id(), Tensor<2>::Full({2, 2}, 1.0).base());
+  const std::vector<float> before = Values(*embed);
+  const std::vector<float> frozen_before = Values(*model.frozen);
+
+  ASSERT_TRUE(optimizer->Step(model, grads).ok());
+
+  const std::vector<float> after = Values(*model.encoder_embed);
+  for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_FLOAT_EQ(before[i] - 0.1f, after[i]) << "stepped exactly once";
+  }
+  EXPECT_TRUE(model.encoder_embed.shares_state_with(model.decoder_embed));
+  EXPECT_EQ(after, Values(*model.decoder_embed));
+  EXPECT_EQ(frozen_before, Values(*model.frozen));
+  EXPECT_FALSE(optimizer->has_state(model.frozen.id()));
+}
+
+TEST(OptimizerStepTest, ParamsWithoutGradientKeepParamAndState) {
+  optimtest::Net model = optimtest::MakeNet();
+  absl::StatusOr<Optimizer> optimizer = Optimizer::Adam({.lr = 0.01});
+  ASSERT_TRUE(optimizer.ok());
+  ASSERT_TRUE(optimizer->Step(model, GradsFor(model, 0)).ok());
+  const std::vector<float> fc2_weight = Values(*model.fc2.weight);
+  const std::vector<float> fc2_exp_avg =
+      Tensor<2>(*optimizer->state_tensor(model.fc2.weight.id(), "exp_avg"))
+          .to_data<float>();
+
+  // Second step: only fc1.weight has a gradient (PyTorch: p.grad is None).
+  Gradients grads;
+  grads.Set(model.fc1.weight.id(),
+            *GradsFor(model, 1).Find(model.fc1.weight.id()));
+  const std::vector<float> fc1_weight = Values(*model.fc1.weight);
+  ASSERT_TRUE(optimizer->Step(model, grads).ok());
+
+  EXPECT_NE(fc1_weight, Values(*model.fc1.weight));
+  EXPECT_EQ(fc2_weight, Values(*model.fc2.weight));
+  EXPECT_EQ(fc2_exp_avg, Tensor<2>(*optimizer->state_tensor(
+                                       model.fc2.weight.id(), "exp_avg"))
+                             .to_data<float>());
+  EXPECT_EQ(2, optimizer->step_count());
+}
+
+TEST(OptimizerStepTest, StateIsCreatedLazilyWithTheParamsDtype) {
+  optimtest::Net model = optimtest::MakeNet();
+  absl::StatusOr<Optimizer> optimizer = Optimizer::AdamW({.amsgrad = true});
+  ASSERT_TRUE(optimizer.ok());
+  EXPECT_FALSE(optimizer->has_state(model.fc1.weight.id()));
+  ASSERT_TRUE(optimizer->Step(model, GradsFor(model, 0)).ok());
+  for (const char* name : {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}) {
+    const TensorBase* state =
+        optimizer->state_tensor(model.fc1.weight.id(), name);
+    ASSERT_NE(state, nullptr) << name;
+    EXPECT_EQ(model.fc1.weight->shape(), state->shape());
+    EXPECT_EQ(DType::kF32, state->dtype());
+    EXPECT_EQ(Device::Cpu(), state->device());
+  }
+  EXPECT_EQ(nullptr,
+            optimizer->state_tensor(model.fc1.weight.id(), "momentum_buffer"));
+}
+
+// Every optimizer configuration allocates its state on the first step and
+// nothing after it.
+TEST(OptimizerStepTest, NoTensorAllocationAfterTheFirstStep) {
+  std::vector<absl::StatusOr<Optimizer>> optimizers;
+  optimizers.push_back(Optimizer::Sgd({.lr = 0.1}));
+  optimizers.push_back(
+      Optimizer::Sgd({.lr = 0.1, .momentum = 0.9, .nesterov = true}));
+  optimizers.push_back(Optimizer::Adam({.weight_decay = 0.1}));
+  optimizers.push_back(Optimizer::AdamW({.amsgrad = true}));
+  for (auto& optimizer : optimizers) {
+    ASSERT_TRUE(optimizer.ok());
+    optimtest::Net model = optimtest::MakeNet();
+    std::vector<Gradients> grads;
+    for (int step = 0; step < 4; ++step) grads.push_back(GradsFor(model, step));
+    const void* fc1_storage = model.fc1.weight->base().data();
+    ASSERT_TRUE(optimizer->Step(model, grads[0]).ok());
+    kindling::ResetMemoryStats(Device::Cpu());
+    for (int step = 1; step < 4; ++step) {
+      ASSERT_TRUE(optimizer->Step(model, grads[step]).ok());
+    }
+    EXPECT_EQ(0, kindling::GetMemoryStats(Device::Cpu()).allocation_count)
+        << kindling::OptimizerTypeName(optimizer->type());
+    EXPECT_EQ(fc1_storage, model.fc1.weight->base().data()) << "in place";
+  }
+}
+
+TEST(OptimizerStepTest, GroupsChooseLrAndWeightDecayByPath) {
+  optimtest::Net model = optimtest::MakeNet();
+  // Biases and norms: no decay. fc2.*: lr 0.5. fc2.bias matches the first
+  // group, so it keeps the default lr; the first match wins.
+  absl::StatusOr<Optimizer> optimizer =
+      Optimizer::Sgd({.lr = 0.1, .weight_decay = 0.2},
+                     {{.pattern = R"(.*bias|.*norm.*)", .weight_decay = 0.0},
+                      {.pattern = R"(fc2\..*)", .lr = 0.5}});
+  ASSERT_TRUE(optimizer.ok()) << optimizer.status();
+  EXPECT_DOUBLE_EQ(0.1, optimizer->LearningRate("fc1.weight"));
+  EXPECT_DOUBLE_EQ(0.5, optimizer->LearningRate("fc2.weight"));
+  EXPECT_DOUBLE_EQ(0.1, optimizer->LearningRate("fc2.bias"));
+
+  Gradients grads = GradsFor(model, 0);
+  auto expect_update = [&](const auto& param, double lr, double decay,
+                           const std::vector<float>& before) {
+    const std::vector<float> grad =
+        Tensor<1>(grads.Find(param.id())->Reshape({-1})).to_data<float>();
+    const std::vector<float> after = param->template to_data<float>();
+    for (size_t i = 0; i < before.size(); ++i) {
+      EXPECT_NEAR(before[i] - lr * (grad[i] + decay * before[i]), after[i],
+                  1e-6);
+    }
+  };
+  const auto fc1_weight = Values(*model.fc1.weight);
+  const auto fc1_bias = Values(**model.fc1.bias);
+  const auto gamma = Values(*model.norm.gamma);
+  const auto fc2_weight = Values(*model.fc2.weight);
+  const auto fc2_bias = Values(**model.fc2.bias);
+  ASSERT_TRUE(optimizer->Step(model, grads).ok());
+  expect_update(model.fc1.weight, 0.1, 0.2, fc1_weight);
+  expect_update(*model.fc1.bias, 0.1, 0.0, fc1_bias);
+  expect_update(model.norm.gamma, 0.1, 0.0, gamma);
+  expect_update(model.fc2.weight, 0.5, 0.2, fc2_weight);
+  expect_update(*model.fc2.bias, 0.1, 0.0, fc2_bias);
+}
+
+TEST(OptimizerStepTest, ReadOnlyStorageGetsAPrivateCopyKeptTied) {
+  // A weight borrowing read-only memory, as from a read-only mapping, used
+  // in two fields.
+  auto memory = std::make_shared<std::vector<float>>(Ramp(6, 0.5f));
+  const std::vector<float> original = *memory;
+  Param<Tensor<2>> embed = Param<Tensor<2>>::Initialized(
+      ParamId::New(), Tensor<2>::Borrow(memory->data(), {2, 3}, DType::kF32,
+                                        memory, /*read_only=*/true)
+                          .set_require_grad(true));
+  optimtest::Tied model{embed, embed, ParamFrom<2>(Ramp(4, 1.0f), {2, 2})};
+  absl::StatusOr<Optimizer> optimizer = Optimizer::Sgd({.lr = 0.1});
+  ASSERT_TRUE(optimizer.ok());
+  Gradients grads;
+  grads.Set(embed.id(), Tensor<2>::Full({2, 3}, 1.0).base());
+
+  ASSERT_TRUE(optimizer->Step(model, grads).ok());
+
+  EXPECT_EQ(original, *memory) << "read-only memory must not be written";
+  const std::vector<float> after = Values(*model.encoder_embed);
+  for (size_t i = 0; i < original.size(); ++i) {
+    EXPECT_FLOAT_EQ(original[i] - 0.1f, after[i]);
+  }
+  EXPECT_TRUE(model.encoder_embed.shares_state_with(model.decoder_embed));
+  EXPECT_EQ(embed.id(), model.encoder_embed.id());
+  EXPECT_TRUE(model.encoder_embed->is_require_grad());
+  // The copy is writable, so the next step writes it in place.
+  const void* storage = model.encoder_embed->base().data();
+  ASSERT_TRUE(optimizer->Step(model, grads).ok());
+  EXPECT_EQ(storage, model.encoder_embed->base().data());
+}
+
+// f16 and bf16 parameters are updated in f32 and rounded: the trajectory
+// stays within the 16-bit rounding of the f32 one. f64 ones compute in f64.
+TEST(OptimizerStepTest, OtherFloatDtypesFollowTheF32Trajectory) {
+  for (DType dtype : {DType::kF16, DType::kBF16, DType::kF64}) {
+    optimtest::Vector full{ParamFrom<1>(Ramp(64, 0.5f, 0.01f), {64})};
+    optimtest::Vector half{Param<Tensor<1>>::Initialized(
+        ParamId::New(), full.weight->to(dtype).set_require_grad(true))};
+    absl::StatusOr<Optimizer> full_optimizer = Optimizer::AdamW({.lr = 0.01});
+    absl::StatusOr<Optimizer> half_optimizer = Optimizer::AdamW({.lr = 0.01});
+    ASSERT_TRUE(full_optimizer.ok() && half_optimizer.ok());
+    for (int step = 0; step < 5; ++step) {
+      ASSERT_TRUE(full_optimizer->Step(full, GradsFor(full, step)).ok());
+      ASSERT_TRUE(half_optimizer->Step(half, GradsFor(half, step, dtype)).ok());
+    }
+    EXPECT_EQ(dtype, half.weight->dtype());
+    EXPECT_EQ(
+        dtype,
+        half_optimizer->state_tensor(half.weight.id(), "exp_avg")->dtype());
+    const std::vector<float> expected = Values(*full.weight);
+    const std::vector<float> actual = Values(half.weight->to(DType::kF32));
+    const double tolerance = dtype == DType::kF16    ? 4e-3
+                             : dtype == DType::kBF16 ? 3e-2
+                                                     : 1e-5;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_NEAR(expected[i], actual[i], tolerance * std::fabs(expected[i]))
+          << kindling::DTypeName(dtype) << " element " << i;
+    }
+  }
+}
+
+TEST(OptimizerStepTest, BadGradientIsAnErrorAndChangesNothing) {
+  optimtest::Net model = optimtest::MakeNet();
+  absl::StatusOr<Optimizer> optimizer = Optimizer::Adam({});
+  ASSERT_TRUE(optimizer.ok());
+  Gradients grads = GradsFor(model, 0);
+  grads.Set(model.fc2.weight.id(), Tensor<2>::Zeros({2, 4}).base());
+  const std::vector<float> fc1_weight = Values(*model.fc1.weight);
+
+  absl::Status status = optimizer->Step(model, grads);
+
+  EXPECT_EQ(absl::StatusCode::kInvalidArgument, status.code());
+  EXPECT_THAT(status.message(), HasSubstr("fc2.weight"));
+  EXPECT_THAT(status.message(), HasSubstr("f32[2, 4]"));
+  EXPECT_EQ(fc1_weight, Values(*model.fc1.weight));
+  EXPECT_FALSE(optimizer->has_state(model.fc1.weight.id()));
+  EXPECT_EQ(0, optimizer->step_count());
+}
+
+TEST(OptimizerStepTest, OneIdOnTwoDifferentTensorsIsAnError) {
+  Param<Tensor<2>> embed = ParamFrom<2>(Ramp(6, 0.5f), {2, 3});
+  optimtest::Tied model{embed, embed.map([](Tensor<2> t) { return t.clone(); }),
+                        ParamFrom<2>(Ramp(4, 1.0f), {2, 2})};
+  absl::StatusOr<Optimizer> optimizer = Optimizer::Sgd({.lr = 0.1});
+  ASSERT_TRUE(optimizer.ok());
+  Gradients grads;
+  grads.Set(embed.id(), Tensor<2>::Full({2, 3}, 1.0).base());
+  absl::Status status = optimizer->Step(model, grads);
+  EXPECT_EQ(absl::StatusCode::kInvalidArgument, status.code());
+  EXPECT_THAT(status.message(), HasSubstr("`encoder_embed` and "
+                                          "`decoder_embed` share ParamId"));
+}
+
+TEST(OptimizerOptionsTest, InvalidHyperParametersAreRejected) {
+  EXPECT_THAT(Optimizer::Adam({.betas = {0.9, 1.0}}).status().message(),
+              HasSubstr("betas[1] 1 must be in [0, 1)"));
+  EXPECT_THAT(Optimizer::Sgd({.lr = -1}).status().message(),
+              HasSubstr("lr -1 must be >= 0"));
+  EXPECT_THAT(Optimizer::Sgd({.nesterov = true}).status().message(),
+              HasSubstr("nesterov requires momentum > 0"));
+  EXPECT_THAT(
+      Optimizer::AdamW({}, {{.pattern = "(unclosed"}}).status().message(),
+      HasSubstr("pattern `(unclosed` is not a valid regular expression"));
+}
+
+TEST(OptimizerOptionsTest, DefaultsArePyTorchs) {
+  const kindling::AdamOptions adam;
+  EXPECT_EQ(1e-3, adam.lr);
+  EXPECT_EQ(0.9, adam.betas.first);
+  EXPECT_EQ(0.999, adam.betas.second);
+  EXPECT_EQ(1e-8, adam.eps);
+  EXPECT_EQ(0.0, adam.weight_decay);
+  EXPECT_FALSE(adam.amsgrad);
+  EXPECT_EQ(0.01, kindling::AdamWOptions{}.weight_decay);
+  const kindling::SgdOptions sgd;
+  EXPECT_EQ(0.0, sgd.momentum);
+  EXPECT_EQ(0.0, sgd.dampening);
+  EXPECT_FALSE(sgd.nesterov);
+}
+
+TEST(ClipTest, BadArgumentsAreErrorsAndLeaveGradientsAlone) {
+  Gradients grads;
+  const ParamId id = ParamId::New();
+  grads.Set(id, Tensor<1>::FromData({3.0f, 4.0f}, {2}).base());
+  EXPECT_EQ(absl::StatusCode::kInvalidArgument,
+            kindling::ClipGradNorm(grads, -1.0).status().code());
+  EXPECT_EQ(absl::StatusCode::kInvalidArgument,
+            kindling::ClipGradNorm(grads, 1.0, 0.0).status().code());
+  EXPECT_EQ(absl::StatusCode::kInvalidArgument,
+            kindling::ClipGradValue(grads, -0.5).code());
+  EXPECT_EQ((std::vector<float>{3.0f, 4.0f}),
+            Tensor<1>(*grads.Find(id)).to_data<float>());
+  absl::StatusOr<double> norm = kindling::ClipGradNorm(grads, 1.0);
+  ASSERT_TRUE(norm.ok());
+  EXPECT_DOUBLE_EQ(5.0, *norm);
+}
+
+}  // namespace
