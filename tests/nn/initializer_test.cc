@@ -2,14 +2,27 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "kindling/tensor/memory_stats.h"
+#include "kindling/tensor/philox_generator.h"
 #include "kindling/tensor/tensor.h"
 
 namespace kindling {
 namespace {
+
+// Sample() is the initializer's values for `seed`, on the host.
+std::vector<float> Sample(const Initializer& init, const Shape& shape,
+                          std::optional<int64_t> fan_in,
+                          std::optional<int64_t> fan_out, uint64_t seed) {
+  const TensorBase tensor = init.Sample(shape, fan_in, fan_out, seed);
+  EXPECT_EQ(DType::kF32, tensor.dtype());
+  std::vector<float> values(tensor.numel());
+  tensor.CopyToHost(values.data());
+  return values;
+}
 
 double Mean(const std::vector<float>& values) {
   double sum = 0;
@@ -37,17 +50,40 @@ TEST(InitializerTest, InitAllocatesNothingUntilRead) {
 
 TEST(InitializerTest, ConstantZerosOnes) {
   EXPECT_EQ(std::vector<float>(3, 2.5f),
-            Initializer::Constant(2.5).Sample({3}, {}, {}, 1));
+            Sample(Initializer::Constant(2.5), {3}, {}, {}, 1));
   EXPECT_EQ(std::vector<float>(2, 0.0f),
-            Initializer::Zeros().Sample({2}, {}, {}, 1));
+            Sample(Initializer::Zeros(), {2}, {}, {}, 1));
   EXPECT_EQ(std::vector<float>(2, 1.0f),
-            Initializer::Ones().Sample({2}, {}, {}, 1));
+            Sample(Initializer::Ones(), {2}, {}, {}, 1));
 }
 
 TEST(InitializerTest, SameSeedSameValuesDifferentSeedDifferentValues) {
   const Initializer init = Initializer::Uniform(-1, 1);
-  EXPECT_EQ(init.Sample({64}, {}, {}, 7), init.Sample({64}, {}, {}, 7));
-  EXPECT_NE(init.Sample({64}, {}, {}, 7), init.Sample({64}, {}, {}, 8));
+  EXPECT_EQ(Sample(init, {64}, {}, {}, 7), Sample(init, {64}, {}, {}, 7));
+  EXPECT_NE(Sample(init, {64}, {}, {}, 7), Sample(init, {64}, {}, {}, 8));
+}
+
+// The random kinds are one backend fill from PhiloxGenerator(seed): the
+// same values Tensor::Random* gives for that generator.
+TEST(InitializerTest, RandomKindsArePhiloxFillsOfTheirSeed) {
+  PhiloxGenerator uniform_generator(7);
+  EXPECT_EQ(
+      Tensor<1>::RandomUniform({64}, uniform_generator, -1, 1).to_data<float>(),
+      Sample(Initializer::Uniform(-1, 1), {64}, {}, {}, 7));
+  PhiloxGenerator normal_generator(8);
+  EXPECT_EQ(Tensor<2>::RandomNormal({8, 9}, normal_generator, 0.5, 2)
+                .to_data<float>(),
+            Sample(Initializer::Normal(0.5, 2), {8, 9}, {}, {}, 8));
+}
+
+TEST(InitializerTest, LazyParamIsItsSampleAtItsSeed) {
+  SetInitSeed(99);
+  const uint64_t seed = NextInitSeed();
+  SetInitSeed(99);
+  Param<Tensor<2>> param =
+      Initializer::KaimingNormal(1.0).Init<2>({16, 4}, Device::Cpu(), 16);
+  EXPECT_EQ(Sample(Initializer::KaimingNormal(1.0), {16, 4}, 16, {}, seed),
+            param->to_data<float>());
 }
 
 TEST(InitializerTest, ValuesDoNotDependOnTheOrderParamsAreRead) {
@@ -65,7 +101,7 @@ TEST(InitializerTest, ValuesDoNotDependOnTheOrderParamsAreRead) {
 }
 
 TEST(InitializerTest, UniformStaysInBounds) {
-  for (float v : Initializer::Uniform(2, 3).Sample({1000}, {}, {}, 3)) {
+  for (float v : Sample(Initializer::Uniform(2, 3), {1000}, {}, {}, 3)) {
     EXPECT_GE(v, 2.0f);
     EXPECT_LT(v, 3.0f);
   }
@@ -73,16 +109,15 @@ TEST(InitializerTest, UniformStaysInBounds) {
 
 TEST(InitializerTest, NormalHasTheRequestedMoments) {
   const std::vector<float> values =
-      Initializer::Normal(5, 2).Sample({20000}, {}, {}, 4);
+      Sample(Initializer::Normal(5, 2), {20000}, {}, {}, 4);
   EXPECT_NEAR(5.0, Mean(values), 0.05);
   EXPECT_NEAR(2.0, StdDev(values), 0.05);
 }
 
 TEST(InitializerTest, KaimingUniformBoundUsesFanIn) {
   // gain 1/sqrt(3) and fan_in 100: bound = sqrt(3/100)/sqrt(3) = 0.1.
-  const std::vector<float> values =
-      Initializer::KaimingUniform(1 / std::sqrt(3.0))
-          .Sample({100, 50}, 100, 50, 5);
+  const std::vector<float> values = Sample(
+      Initializer::KaimingUniform(1 / std::sqrt(3.0)), {100, 50}, 100, 50, 5);
   float max_abs = 0;
   for (float v : values) max_abs = std::max(max_abs, std::abs(v));
   EXPECT_LE(max_abs, 0.1f);
@@ -91,18 +126,18 @@ TEST(InitializerTest, KaimingUniformBoundUsesFanIn) {
 
 TEST(InitializerTest, KaimingNormalFanOutOnlyUsesFanOut) {
   const std::vector<float> values =
-      Initializer::KaimingNormal(2.0, /*fan_out_only=*/true)
-          .Sample({200, 100}, std::nullopt, 400, 6);
+      Sample(Initializer::KaimingNormal(2.0, /*fan_out_only=*/true), {200, 100},
+             std::nullopt, 400, 6);
   EXPECT_NEAR(2.0 / std::sqrt(400.0), StdDev(values), 0.003);
 }
 
 TEST(InitializerTest, XavierUsesBothFans) {
   const std::vector<float> uniform =
-      Initializer::XavierUniform(1.0).Sample({300, 300}, 200, 100, 7);
+      Sample(Initializer::XavierUniform(1.0), {300, 300}, 200, 100, 7);
   const double bound = std::sqrt(6.0 / 300.0);
   for (float v : uniform) EXPECT_LE(std::abs(v), bound);
   const std::vector<float> normal =
-      Initializer::XavierNormal(1.0).Sample({300, 300}, 200, 100, 8);
+      Sample(Initializer::XavierNormal(1.0), {300, 300}, 200, 100, 8);
   EXPECT_NEAR(std::sqrt(2.0 / 300.0), StdDev(normal), 0.002);
 }
 
@@ -111,7 +146,7 @@ TEST(InitializerTest, OrthogonalRowsAreOrthonormal) {
     const int64_t rows = shape[0];
     const int64_t cols = shape.num_elements() / rows;
     const std::vector<float> q =
-        Initializer::Orthogonal(1.0).Sample(shape, {}, {}, 9);
+        Sample(Initializer::Orthogonal(1.0), shape, {}, {}, 9);
     // The smaller side is orthonormal: Q Q^T = I (rows) or Q^T Q = I (cols).
     const bool by_rows = rows <= cols;
     const int64_t n = by_rows ? rows : cols;

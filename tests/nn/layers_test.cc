@@ -16,6 +16,8 @@
 #include "kindling/nn/pool2d.h"
 #include "kindling/tensor/generator.h"
 #include "kindling/tensor/memory_stats.h"
+#include "kindling/tensor/philox_generator.h"
+#include "kindling/tensor/random_ops.h"
 #include "kindling/tensor/tensor.h"
 
 namespace kindling::nn {
@@ -108,7 +110,8 @@ TEST(BatchNormTest, TrainUsesBatchStatsAndUpdatesRunningStats) {
   EXPECT_FALSE(bn.running_mean.is_initialized());
   // Channel 0: {1, 3} (mean 2, biased var 1, unbiased 2); channel 1: {2, 2}.
   const Tensor<2> x = Tensor<2>::FromData<float>({1, 2, 3, 2}, {2, 2});
-  const std::vector<float> out = bn.ForwardTrain(x).to_data<float>();
+  const std::vector<float> out =
+      bn.Forward(x, ForwardMode::kTraining).to_data<float>();
   const float scale = 1 / std::sqrt(1.0f + 1e-5f);
   ExpectNear({-scale, 0, scale, 0}, out);
   ExpectNear({1.0f, 1.0f},
@@ -123,7 +126,11 @@ TEST(BatchNormTest, InferenceUsesRunningStats) {
   bn.running_var.update(Tensor<1>::FromData<float>({4}, {1}));
   const Tensor<4> x = Tensor<4>::FromData<float>({2, 4, 6, 0}, {1, 1, 2, 2});
   const float s = 1 / std::sqrt(4.0f + 1e-5f);
-  ExpectNear({0, 2 * s, 4 * s, -2 * s}, bn.Forward(x).to_data<float>());
+  ExpectNear({0, 2 * s, 4 * s, -2 * s},
+             bn.Forward(x, ForwardMode::kInference).to_data<float>());
+  // Inference leaves the running statistics alone.
+  EXPECT_EQ(std::vector<float>{2}, bn.running_mean.value().to_data<float>());
+  EXPECT_EQ(std::vector<float>{4}, bn.running_var.value().to_data<float>());
 }
 
 // Direct convolution: out[n][o][y][x] = b[o] + sum_c,i,j w[o][c][i][j] *
@@ -223,10 +230,12 @@ TEST(Pool2dTest, ConfigsBuildTheWindow) {
 }
 
 TEST(DropoutTest, TrainingZeroesAboutProbAndScalesTheRest) {
-  Generator generator(11);
+  PhiloxGenerator generator(11);
   const Tensor<1> x = Tensor<1>::Ones({10000});
   const std::vector<float> out =
-      Dropout{0.25}.Forward(x, generator, true).to_data<float>();
+      Dropout{0.25}
+          .Forward(x, ForwardMode::kTraining, generator)
+          .to_data<float>();
   int zeros = 0;
   for (float v : out) {
     if (v == 0) {
@@ -238,14 +247,48 @@ TEST(DropoutTest, TrainingZeroesAboutProbAndScalesTheRest) {
   EXPECT_NEAR(0.25, zeros / 10000.0, 0.02);
 }
 
-TEST(DropoutTest, InferenceIsIdentityAndTrainingIsReproducible) {
+TEST(DropoutTest, InferenceIsIdentityAndDrawsNothing) {
   const Tensor<1> x = Tensor<1>::FromData<float>({1, 2, 3, 4}, {4});
-  Generator generator(1);
+  PhiloxGenerator generator(1);
   EXPECT_EQ(x.to_data<float>(),
-            Dropout{0.5}.Forward(x, generator, false).to_data<float>());
-  Generator a(5), b(5);
-  EXPECT_EQ(Dropout{0.5}.Forward(x, a, true).to_data<float>(),
-            Dropout{0.5}.Forward(x, b, true).to_data<float>());
+            Dropout{0.5}
+                .Forward(x, ForwardMode::kInference, generator)
+                .to_data<float>());
+  EXPECT_EQ(0u, generator.offset());
+}
+
+TEST(DropoutTest, TrainingIsReproducibleFromTheGeneratorState) {
+  const Tensor<2> x = Tensor<2>::Ones({16, 16});
+  PhiloxGenerator generator(5);
+  const PhiloxState start = generator.state();
+  const std::vector<float> first =
+      Dropout{0.5}
+          .Forward(x, ForwardMode::kTraining, generator)
+          .to_data<float>();
+  EXPECT_EQ(start.offset + 64, generator.offset());  // 256 elements / 4
+  const std::vector<float> second =
+      Dropout{0.5}
+          .Forward(x, ForwardMode::kTraining, generator)
+          .to_data<float>();
+  EXPECT_NE(first, second);  // the generator moved on
+  generator.set_state(start);
+  EXPECT_EQ(first, Dropout{0.5}
+                       .Forward(x, ForwardMode::kTraining, generator)
+                       .to_data<float>());
+}
+
+// Dropout is x * mask with the mask recomputable from (seed, offset): what
+// autodiff's backward multiplies the gradient by.
+TEST(DropoutTest, OutputIsInputTimesTheRegeneratedMask) {
+  PhiloxGenerator data(3);
+  // A transposed (strided) input goes through the same mask.
+  const Tensor<2> x = Tensor<2>::RandomNormal({24, 40}, data).t();
+  PhiloxGenerator generator(21, /*offset=*/100);
+  const Tensor<2> y =
+      Dropout{0.3}.Forward(x, ForwardMode::kTraining, generator);
+  const Tensor<2> mask(ops::DropoutMask(x.shape(), DType::kF32, Device::Cpu(),
+                                        0.3, /*seed=*/21, /*offset=*/100));
+  EXPECT_EQ((x * mask).to_data<float>(), y.to_data<float>());
 }
 
 TEST(ActivationTest, LayersApplyTheirFunction) {

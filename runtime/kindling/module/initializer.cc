@@ -11,6 +11,8 @@
 #include "absl/strings/str_format.h"
 #include "kindling/core/check.h"
 #include "kindling/tensor/generator.h"
+#include "kindling/tensor/philox_generator.h"
+#include "kindling/tensor/random_ops.h"
 
 namespace kindling {
 namespace {
@@ -29,37 +31,24 @@ SeedSource& GlobalSeedSource() {
   return *source;
 }
 
-std::vector<float> UniformValues(int64_t count, double min, double max,
-                                 Generator& generator) {
-  std::vector<float> values(count);
-  for (float& value : values) {
-    value = static_cast<float>(min + (max - min) * generator.NextUniform());
-  }
-  return values;
-}
-
-std::vector<float> NormalValues(int64_t count, double mean, double std,
-                                Generator& generator) {
-  std::vector<float> values(count);
-  for (float& value : values) {
-    value = static_cast<float>(mean + std * generator.NextNormal());
-  }
-  return values;
-}
-
 // Orthonormal rows (rows <= cols) or columns (rows > cols) of a rows x cols
 // matrix, from modified Gram-Schmidt on a standard normal matrix (the Q of its
 // QR decomposition, with R's diagonal made positive).
 std::vector<float> OrthogonalValues(int64_t rows, int64_t cols, double gain,
-                                    Generator& generator) {
+                                    uint64_t seed) {
   // Work on the taller orientation: columns of a (long x short) matrix.
   const bool transpose = rows < cols;
   const int64_t long_dim = transpose ? cols : rows;
   const int64_t short_dim = transpose ? rows : cols;
   // q[j] is column j, of length long_dim.
+  // Column j holds normals [j * long_dim, (j + 1) * long_dim) of the stream.
+  PhiloxGenerator generator(seed);
+  const TensorBase normals = ops::RandomNormal(
+      Shape{short_dim, long_dim}, DType::kF64, Device::Cpu(), generator, 0, 1);
+  const double* normal = normals.data_as<const double>();
   std::vector<std::vector<double>> q(short_dim, std::vector<double>(long_dim));
-  for (auto& column : q) {
-    for (double& x : column) x = generator.NextNormal();
+  for (int64_t j = 0; j < short_dim; ++j) {
+    std::copy(normal + j * long_dim, normal + (j + 1) * long_dim, q[j].begin());
   }
   for (int64_t j = 0; j < short_dim; ++j) {
     for (int64_t k = 0; k < j; ++k) {
@@ -165,39 +154,44 @@ int64_t Initializer::KaimingFan(std::optional<int64_t> fan_in,
   return fan_out_only_ ? *fan_out : *fan_in;
 }
 
-std::vector<float> Initializer::Sample(const Shape& shape,
-                                       std::optional<int64_t> fan_in,
-                                       std::optional<int64_t> fan_out,
-                                       uint64_t seed) const {
+TensorBase Initializer::Sample(const Shape& shape,
+                               std::optional<int64_t> fan_in,
+                               std::optional<int64_t> fan_out, uint64_t seed,
+                               const Device& device) const {
   CheckCanSample(shape, fan_in, fan_out);
-  const int64_t count = shape.num_elements();
-  Generator generator(seed);
+  constexpr DType kDType = DType::kF32;
+  PhiloxGenerator generator(seed);
   switch (kind_) {
     case Kind::kConstant:
-      return std::vector<float>(count, static_cast<float>(a_));
+      return ops::Full(shape, a_, kDType, device);
     case Kind::kUniform:
-      return UniformValues(count, a_, b_, generator);
+      return ops::RandomUniform(shape, kDType, device, generator, a_, b_);
     case Kind::kNormal:
-      return NormalValues(count, a_, b_, generator);
+      return ops::RandomNormal(shape, kDType, device, generator, a_, b_);
     case Kind::kKaimingUniform: {
       const double bound = a_ * std::sqrt(3.0 / KaimingFan(fan_in, fan_out));
-      return UniformValues(count, -bound, bound, generator);
+      return ops::RandomUniform(shape, kDType, device, generator, -bound,
+                                bound);
     }
     case Kind::kKaimingNormal:
-      return NormalValues(count, 0, a_ / std::sqrt(KaimingFan(fan_in, fan_out)),
-                          generator);
+      return ops::RandomNormal(shape, kDType, device, generator, 0,
+                               a_ / std::sqrt(KaimingFan(fan_in, fan_out)));
     case Kind::kXavierUniform: {
       const double bound = a_ * std::sqrt(6.0 / (*fan_in + *fan_out));
-      return UniformValues(count, -bound, bound, generator);
+      return ops::RandomUniform(shape, kDType, device, generator, -bound,
+                                bound);
     }
     case Kind::kXavierNormal:
-      return NormalValues(count, 0, a_ * std::sqrt(2.0 / (*fan_in + *fan_out)),
-                          generator);
-    case Kind::kOrthogonal:
-      return OrthogonalValues(shape[0], count / std::max<int64_t>(shape[0], 1),
-                              a_, generator);
+      return ops::RandomNormal(shape, kDType, device, generator, 0,
+                               a_ * std::sqrt(2.0 / (*fan_in + *fan_out)));
+    case Kind::kOrthogonal: {
+      const int64_t count = shape.num_elements();
+      const std::vector<float> values = OrthogonalValues(
+          shape[0], count / std::max<int64_t>(shape[0], 1), a_, seed);
+      return TensorBase::FromHost(values.data(), shape, kDType, device);
+    }
   }
-  return {};
+  return TensorBase();
 }
 
 std::string Initializer::ToString() const {

@@ -24,13 +24,13 @@
 #include <optional>
 #include <ostream>
 #include <string>
-#include <vector>
 
 #include "kindling/core/param.h"
 #include "kindling/core/param_id.h"
 #include "kindling/tensor/device.h"
 #include "kindling/tensor/shape.h"
 #include "kindling/tensor/tensor.h"
+#include "kindling/tensor/tensor_base.h"
 
 namespace kindling {
 
@@ -77,18 +77,21 @@ class Initializer {
         ParamId::New(),
         [initializer, shape, fan_in, fan_out, seed](const Device& init_device,
                                                     bool init_require_grad) {
-          return Tensor<D>::FromData(
-                     initializer.Sample(shape, fan_in, fan_out, seed), shape,
-                     init_device)
+          return Tensor<D>(initializer.Sample(shape, fan_in, fan_out, seed,
+                                              init_device))
               .set_require_grad(init_require_grad);
         },
         device, require_grad, shape);
   }
 
-  // Sample() returns the values, row-major, for `shape` from `seed`.
-  std::vector<float> Sample(const Shape& shape, std::optional<int64_t> fan_in,
-                            std::optional<int64_t> fan_out,
-                            uint64_t seed) const;
+  // Sample() is the f32 tensor of `shape` on `device` drawn from `seed`.
+  // The random kinds fill it in one pass on the device's backend from
+  // PhiloxGenerator(seed) (philox.h), so a seed gives the same values on
+  // every device; Orthogonal draws its normal matrix that way on the CPU and
+  // orthonormalizes it there.
+  TensorBase Sample(const Shape& shape, std::optional<int64_t> fan_in,
+                    std::optional<int64_t> fan_out, uint64_t seed,
+                    const Device& device = Device::Cpu()) const;
 
   // ToString() is e.g. "KaimingUniform(gain=0.57735, fan_out_only=false)".
   std::string ToString() const;

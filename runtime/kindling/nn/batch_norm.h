@@ -2,13 +2,13 @@
 // batch statistics while training, and with running statistics at inference.
 //
 // The running mean and variance are Buffers: saved and moved with the model,
-// never trained, and updated from the const ForwardTrain() (PyTorch's
+// never trained, and updated by the const Forward() in training mode (PyTorch's
 // momentum convention: running = (1 - momentum) * running + momentum * batch,
 // with the unbiased batch variance).
 //
 //   auto bn = kindling::nn::BatchNormConfig{64}.Init<4>();  // BatchNorm2d
-//   Tensor<4> y = bn.ForwardTrain(x);
-//   Tensor<4> z = bn.Forward(x);  // inference: running statistics
+//   Tensor<4> y = bn.Forward(x, ForwardMode::kTraining);  // batch statistics
+//   Tensor<4> z = bn.Forward(x, ForwardMode::kInference);  // running ones
 #ifndef KINDLING_NN_BATCH_NORM_H_
 #define KINDLING_NN_BATCH_NORM_H_
 
@@ -19,6 +19,7 @@
 #include "kindling/module/annotations.h"
 #include "kindling/module/buffer.h"
 #include "kindling/module/initializer.h"
+#include "kindling/nn/forward_mode.h"
 #include "kindling/tensor/tensor.h"
 
 namespace kindling::nn {
@@ -35,15 +36,19 @@ struct KINDLING_MODULE BatchNorm {
   double momentum = 0.1;
   double epsilon = 1e-5;
 
-  // Forward(): inference with the running statistics.
-  Tensor<R> Forward(const Tensor<R>& input) const {
-    return Normalize(input, ChannelView(running_mean.value(), input),
-                     ChannelView(running_var.value(), input));
+  // Forward() in kTraining normalizes with this batch's statistics and
+  // folds them into the running ones; in kInference it uses the running
+  // statistics and changes nothing.
+  Tensor<R> Forward(const Tensor<R>& input, ForwardMode mode) const {
+    if (mode == ForwardMode::kInference) {
+      return Normalize(input, ChannelView(running_mean.value(), input),
+                       ChannelView(running_var.value(), input));
+    }
+    return ForwardTraining(input);
   }
 
-  // ForwardTrain(): normalizes with this batch's statistics and folds them
-  // into the running ones.
-  Tensor<R> ForwardTrain(const Tensor<R>& input) const {
+ private:
+  Tensor<R> ForwardTraining(const Tensor<R>& input) const {
     const Shape shape = input.shape();
     const int64_t channels = shape[1];
     const int64_t per_channel = input.numel() / channels;
@@ -71,7 +76,6 @@ struct KINDLING_MODULE BatchNorm {
                      ChannelView(batch_var, input));
   }
 
- private:
   // [C] -> [1, C, 1, ...] of rank R, to broadcast over an input.
   static Tensor<R> ChannelView(const Tensor<1>& per_channel,
                                const Tensor<R>& input) {

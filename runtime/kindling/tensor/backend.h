@@ -24,9 +24,11 @@
 #ifndef KINDLING_TENSOR_BACKEND_H_
 #define KINDLING_TENSOR_BACKEND_H_
 
+#include <cstdint>
 #include <string_view>
 
 #include "kindling/tensor/device.h"
+#include "kindling/tensor/random_distribution.h"
 
 namespace kindling {
 
@@ -205,6 +207,23 @@ class Backend {
   // +infinity).
   virtual void ScaleClamp(const TensorBase& inout, double scale,
                           double max_abs) = 0;
+
+  // --- Random (philox.h defines the stream bit for bit) ---------------------
+
+  // FillRandom(): out (contiguous, floating dtype) <- `distribution` with
+  // parameters (a, b), element i drawn from Philox blocks offset + i / 4
+  // under key `seed` (offset + i / 2 for f64 uniform and normal). The values
+  // must not depend on how the work is split over threads.
+  virtual void FillRandom(const TensorBase& out,
+                          RandomDistribution distribution, uint64_t seed,
+                          uint64_t offset, double a, double b) = 0;
+
+  // Dropout(): out = in * mask, the mask being what FillRandom(kBernoulli,
+  // a = prob, b = 1 / (1 - prob)) writes for the same seed and offset; out is
+  // contiguous, `in` any strided view of out's shape and dtype. Applied to a
+  // gradient with the same arguments it is dropout's backward.
+  virtual void Dropout(const TensorBase& out, const TensorBase& in, double prob,
+                       uint64_t seed, uint64_t offset) = 0;
 };
 
 // RegisterBackend() makes `backend` serve every device of `type`. Called from

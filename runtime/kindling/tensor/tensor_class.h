@@ -37,6 +37,8 @@
 #include "kindling/tensor/generator.h"
 #include "kindling/tensor/half.h"
 #include "kindling/tensor/ops.h"
+#include "kindling/tensor/philox_generator.h"
+#include "kindling/tensor/random_ops.h"
 #include "kindling/tensor/shape.h"
 #include "kindling/tensor/storage.h"
 #include "kindling/tensor/tensor_base.h"
@@ -145,27 +147,44 @@ class [[nodiscard]] Tensor {
     return Tensor(ops::Arange(start, end, step, dtype, device));
   }
 
-  // RandomUniform() draws from [low, high); RandomNormal() from N(mean, std).
-  // The same generator state gives the same tensor on every run.
+  // RandomUniform() draws from [low, high) of `dtype`; RandomNormal() from
+  // N(mean, std^2). One pass on the device's backend writes `dtype` directly
+  // from the counter-based stream of philox.h and advances `generator` past
+  // the blocks it used, so the same generator state gives the same tensor on
+  // every run, thread count and backend.
+  static Tensor RandomUniform(
+      const Shape& shape, PhiloxGenerator& generator, double low = 0,
+      double high = 1, const Device& device = Device::Cpu(),
+      DType dtype = K::kDefaultDType) requires kIsFloat {
+    CheckShape(shape, "random_uniform");
+    return Tensor(
+        ops::RandomUniform(shape, dtype, device, generator, low, high));
+  }
+  static Tensor RandomNormal(const Shape& shape, PhiloxGenerator& generator,
+                             double mean = 0, double std = 1,
+                             const Device& device = Device::Cpu(),
+                             DType dtype = K::kDefaultDType) requires kIsFloat {
+    CheckShape(shape, "random_normal");
+    return Tensor(
+        ops::RandomNormal(shape, dtype, device, generator, mean, std));
+  }
+  // With a host Generator (generator.h), each call seeds a fresh Philox
+  // stream from generator.NextBits(): convenient where a Generator is
+  // already at hand, but only a PhiloxGenerator's state is two integers a
+  // checkpoint can restore mid-stream.
   static Tensor RandomUniform(
       const Shape& shape, Generator& generator, double low = 0, double high = 1,
       const Device& device = Device::Cpu(),
       DType dtype = K::kDefaultDType) requires kIsFloat {
-    CheckShape(shape, "random_uniform");
-    std::vector<double> values(shape.num_elements());
-    for (double& value : values) {
-      value = low + (high - low) * generator.NextUniform();
-    }
-    return FromDoubles(values, shape, device, dtype);
+    PhiloxGenerator philox(generator.NextBits());
+    return RandomUniform(shape, philox, low, high, device, dtype);
   }
   static Tensor RandomNormal(const Shape& shape, Generator& generator,
                              double mean = 0, double std = 1,
                              const Device& device = Device::Cpu(),
                              DType dtype = K::kDefaultDType) requires kIsFloat {
-    CheckShape(shape, "random_normal");
-    std::vector<double> values(shape.num_elements());
-    for (double& value : values) value = mean + std * generator.NextNormal();
-    return FromDoubles(values, shape, device, dtype);
+    PhiloxGenerator philox(generator.NextBits());
+    return RandomNormal(shape, philox, mean, std, device, dtype);
   }
 
   // --- Metadata (Parameter concept) ------------------------------------------
@@ -430,13 +449,6 @@ class [[nodiscard]] Tensor {
   static void CheckShape(const Shape& shape, const char* op) {
     KINDLING_CHECK(shape.rank() == D, "%s: shape %s given for a rank-%d tensor",
                    op, shape.ToString(), D);
-  }
-  static Tensor FromDoubles(const std::vector<double>& values,
-                            const Shape& shape, const Device& device,
-                            DType dtype) {
-    return Tensor(
-        TensorBase::FromHost(values.data(), shape, DType::kF64, device)
-            .To(dtype));
   }
   Tensor Unary(UnaryOp op, double arg0 = 0, double arg1 = 0) const {
     return Tensor(ops::Unary(op, base_, arg0, arg1));

@@ -3,6 +3,7 @@
 #include "kindling/backend/cpu/cpu_device_memory.h"
 #include "kindling/backend/cpu/kernels.h"
 #include "kindling/backend/cpu/optimizer_kernels.h"
+#include "kindling/backend/cpu/random.h"
 #include "kindling/tensor/device_memory.h"
 #include "kindling/tensor/tensor_base.h"
 
@@ -82,6 +83,17 @@ double CpuBackend::AbsPowerSum(const TensorBase& in, double p) {
 void CpuBackend::ScaleClamp(const TensorBase& inout, double scale,
                             double max_abs) {
   ScaleClampKernel(inout, scale, max_abs);
+}
+
+void CpuBackend::FillRandom(const TensorBase& out,
+                            RandomDistribution distribution, uint64_t seed,
+                            uint64_t offset, double a, double b) {
+  FillRandomKernel(out, distribution, seed, offset, a, b);
+}
+
+void CpuBackend::Dropout(const TensorBase& out, const TensorBase& in,
+                         double prob, uint64_t seed, uint64_t offset) {
+  DropoutKernel(out, in, prob, seed, offset);
 }
 
 void RegisterCpuBackend() {

@@ -10,6 +10,7 @@
 #ifndef KINDLING_BACKEND_CPU_CPU_BACKEND_H_
 #define KINDLING_BACKEND_CPU_CPU_BACKEND_H_
 
+#include <cstdint>
 #include <string_view>
 
 #include "kindling/tensor/backend.h"
@@ -51,6 +52,10 @@ class CpuBackend final : public Backend {
   double AbsPowerSum(const TensorBase& in, double p) override;
   void ScaleClamp(const TensorBase& inout, double scale,
                   double max_abs) override;
+  void FillRandom(const TensorBase& out, RandomDistribution distribution,
+                  uint64_t seed, uint64_t offset, double a, double b) override;
+  void Dropout(const TensorBase& out, const TensorBase& in, double prob,
+               uint64_t seed, uint64_t offset) override;
 };
 
 // RegisterCpuBackend() registers CpuBackend and CpuDeviceMemory

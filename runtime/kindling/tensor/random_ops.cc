@@ -1,0 +1,85 @@
+#include "kindling/tensor/random_ops.h"
+
+#include <cmath>
+#include <string>
+
+#include "kindling/core/check.h"
+#include "kindling/tensor/backend.h"
+
+namespace kindling::ops {
+namespace {
+
+void CheckFloating(DType dtype, const char* op) {
+  KINDLING_CHECK(IsFloatingDType(dtype),
+                 "%s: dtype %s is not a floating type (f32, f64, f16, bf16)",
+                 op, std::string(DTypeName(dtype)));
+}
+
+void CheckDropProbability(double prob, const char* op) {
+  KINDLING_CHECK(prob >= 0 && prob < 1, "%s: prob %g not in [0, 1)", op, prob);
+}
+
+// Fill() allocates the output and reserves its blocks from `generator`.
+TensorBase Fill(RandomDistribution distribution, const Shape& shape,
+                DType dtype, const Device& device, PhiloxGenerator& generator,
+                double a, double b) {
+  TensorBase result = TensorBase::Empty(shape, dtype, device);
+  const uint64_t offset = generator.ReserveBlocks(
+      PhiloxBlocksForFill(distribution, dtype, result.numel()));
+  if (result.numel() > 0) {
+    GetBackend(device).FillRandom(result, distribution, generator.seed(),
+                                  offset, a, b);
+  }
+  return result;
+}
+
+}  // namespace
+
+TensorBase RandomUniform(const Shape& shape, DType dtype, const Device& device,
+                         PhiloxGenerator& generator, double low, double high) {
+  CheckFloating(dtype, "random_uniform");
+  KINDLING_CHECK(std::isfinite(low) && std::isfinite(high) && low <= high,
+                 "random_uniform: bad range [%g, %g)", low, high);
+  return Fill(RandomDistribution::kUniform, shape, dtype, device, generator,
+              low, high);
+}
+
+TensorBase RandomNormal(const Shape& shape, DType dtype, const Device& device,
+                        PhiloxGenerator& generator, double mean, double std) {
+  CheckFloating(dtype, "random_normal");
+  KINDLING_CHECK(std::isfinite(mean) && std::isfinite(std) && std >= 0,
+                 "random_normal: bad mean %g or std %g", mean, std);
+  return Fill(RandomDistribution::kNormal, shape, dtype, device, generator,
+              mean, std);
+}
+
+TensorBase DropoutMask(const Shape& shape, DType dtype, const Device& device,
+                       double prob, uint64_t seed, uint64_t offset) {
+  CheckFloating(dtype, "dropout_mask");
+  CheckDropProbability(prob, "dropout_mask");
+  TensorBase result = TensorBase::Empty(shape, dtype, device);
+  if (result.numel() > 0) {
+    GetBackend(device).FillRandom(result, RandomDistribution::kBernoulli, seed,
+                                  offset, prob, 1 / (1 - prob));
+  }
+  return result;
+}
+
+uint64_t ReserveDropoutBlocks(PhiloxGenerator& generator,
+                              const TensorBase& in) {
+  return generator.ReserveBlocks(PhiloxBlocksForFill(
+      RandomDistribution::kBernoulli, in.dtype(), in.numel()));
+}
+
+TensorBase Dropout(const TensorBase& in, double prob, uint64_t seed,
+                   uint64_t offset) {
+  CheckFloating(in.dtype(), "dropout");
+  CheckDropProbability(prob, "dropout");
+  TensorBase result = TensorBase::Empty(in.shape(), in.dtype(), in.device());
+  if (result.numel() > 0) {
+    GetBackend(in.device()).Dropout(result, in, prob, seed, offset);
+  }
+  return result;
+}
+
+}  // namespace kindling::ops
