@@ -161,7 +161,10 @@ absl::StatusOr<LoadReport> LoadModule(M& module, const std::string& path,
     }
     const ParamId id = loader.id(plan).value_or(leaf.id());
     if constexpr (module_internal::ParamField<Leaf>) {
-      leaf = leaf.load(T(*std::move(tensor))).with_id(id);
+      // The id first: load() makes the value a gradient leaf under the
+      // Param's id (autodiff), so the value must be loaded under the
+      // restored id, or Backward() keys its gradient by the stale one.
+      leaf = leaf.with_id(id).load(T(*std::move(tensor)));
     } else {
       leaf = leaf.with_value(T(*std::move(tensor)), id);
     }
