@@ -102,5 +102,23 @@ TEST(GraphMemoryTest, TenThousandStepsKeepLiveBytesFlat) {
   EXPECT_LT(last_loss, first_loss);  // and it trained
 }
 
+TEST(GraphMemoryTest, DeepGraphsAreFreedAndRunWithoutRecursion) {
+  // An unrolled loop of 200k ops: destroying or running it recursively
+  // would overflow the stack.
+  const auto x = Tensor<1>::FromData<float>({1}, {1}).set_require_grad(true);
+  const int64_t baseline = LiveBytes();
+  {
+    Tensor<1> y = x;
+    for (int i = 0; i < 100000; ++i) y = (y + 1.0) * 1.0;
+    const Gradients grads = Backward(y.sum());
+    EXPECT_EQ(1.0f, Tensor<1>(*grads.Find(x.leaf_id())).item<float>());
+  }
+  {
+    Tensor<1> y = x;
+    for (int i = 0; i < 200000; ++i) y = y + 1.0;
+  }
+  EXPECT_EQ(baseline, LiveBytes());
+}
+
 }  // namespace
 }  // namespace kindling

@@ -414,5 +414,24 @@ TEST(ViewGradientTest, DtypeConversionPassesTheGradientBack) {
   EXPECT_FALSE(x.To(DType::kI64).is_require_grad());
 }
 
+TEST(HalfPrecisionGradientTest, GradientsKeepTheLeafDtype) {
+  // f16 and bf16 are computed in f32 and rounded, forward and backward.
+  for (const DType dtype : {DType::kF16, DType::kBF16}) {
+    const TensorBase x =
+        IndexTensor({1, -2, 3, 4}, {2, 2}).To(dtype).with_require_grad(true);
+    // Rows 1, 1, 0; loss = sum(picked^2 + broadcast bias).
+    const TensorBase picked =
+        ops::IndexSelect(x, 0, IndexTensor({1, 1, 0}, {3}));
+    const TensorBase loss = ops::ReduceAll(
+        ReduceOp::kSum, ops::Binary(BinaryOp::kMul, picked, picked));
+    const Gradients grads = Backward(loss);
+    const TensorBase* grad = grads.Find(x.leaf_id());
+    ASSERT_NE(nullptr, grad);
+    EXPECT_EQ(dtype, grad->dtype());
+    EXPECT_EQ((std::vector<double>{2, -4, 12, 16}), testing::ToDoubles(*grad))
+        << DTypeName(dtype);
+  }
+}
+
 }  // namespace
 }  // namespace kindling

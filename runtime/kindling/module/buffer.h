@@ -16,6 +16,10 @@
 //   running_mean.update(new_mean);      // from forward(), const module
 //   Tensor<1> mean = running_mean.value();
 //
+// A buffer is never trained: values are stored and returned detached from
+// autodiff (for types with detach(), like tensors), so a running statistic
+// computed from activations keeps no graph alive and gets no gradient.
+//
 // Thread safety: every member function may be called from any thread.
 #ifndef KINDLING_MODULE_BUFFER_H_
 #define KINDLING_MODULE_BUFFER_H_
@@ -53,14 +57,16 @@ class Buffer {
   // initial value on first use.
   T value() const {
     std::lock_guard<std::mutex> lock(cell_->mutex);
-    if (!cell_->current.has_value()) cell_->current = cell_->initial.val();
+    if (!cell_->current.has_value()) {
+      cell_->current = Detached(cell_->initial.val());
+    }
     return *cell_->current;
   }
 
   // update() replaces the value, for this Buffer and every copy of it.
   void update(T value) const {
     std::lock_guard<std::mutex> lock(cell_->mutex);
-    cell_->current = std::move(value);
+    cell_->current = Detached(std::move(value));
   }
 
   // update_with() replaces the value with fn(current value) in one step, so
@@ -70,8 +76,10 @@ class Buffer {
   requires std::convertible_to<std::invoke_result_t<Fn&, const T&>, T>
   void update_with(Fn fn) const {
     std::lock_guard<std::mutex> lock(cell_->mutex);
-    if (!cell_->current.has_value()) cell_->current = cell_->initial.val();
-    cell_->current = fn(std::as_const(*cell_->current));
+    if (!cell_->current.has_value()) {
+      cell_->current = Detached(cell_->initial.val());
+    }
+    cell_->current = Detached(fn(std::as_const(*cell_->current)));
   }
 
   // is_initialized() is true once the value exists.
@@ -114,6 +122,16 @@ class Buffer {
   }
 
  private:
+  static T Detached(T value) {
+    if constexpr (requires {
+                    { value.detach() } -> std::same_as<T>;
+                  }) {
+      return value.detach();
+    } else {
+      return value;
+    }
+  }
+
   struct Cell {
     explicit Cell(Param<T> initial_value) : initial(std::move(initial_value)) {}
     std::mutex mutex;

@@ -148,8 +148,17 @@ TensorBase Unary(UnaryOp op, const TensorBase& in, double arg0, double arg1) {
   };
   if (!autograd::ShouldRecord(in)) return forward();
   TensorBase out = autograd::Untracked(forward);
+  // Only what the gradient reads is saved, so the graph keeps no more
+  // tensors alive than it needs.
+  const bool reads_input = op == UnaryOp::kAbs || op == UnaryOp::kLog ||
+                           op == UnaryOp::kRelu || op == UnaryOp::kGelu ||
+                           op == UnaryOp::kClamp;
+  const bool reads_result = op == UnaryOp::kExp || op == UnaryOp::kSqrt ||
+                            op == UnaryOp::kGelu || op == UnaryOp::kSigmoid ||
+                            op == UnaryOp::kTanh;
   return autograd::Record(name, {in}, out,
-                          [op, x = in.Detach(), y = out.Detach(), arg0,
+                          [op, x = reads_input ? in.Detach() : TensorBase(),
+                           y = reads_result ? out.Detach() : TensorBase(), arg0,
                            arg1](const TensorBase& grad) -> GradList {
                             return {UnaryGradient(op, grad, x, y, arg0, arg1)};
                           });
@@ -157,11 +166,12 @@ TensorBase Unary(UnaryOp op, const TensorBase& in, double arg0, double arg1) {
 
 namespace {
 
-// UnaryGradient() is d(op)/dx * grad, given the input x and result y.
+// UnaryGradient() is d(op)/dx * grad, given the input x and result y (each
+// undefined when the op's gradient does not read it).
 TensorBase UnaryGradient(UnaryOp op, const TensorBase& grad,
                          const TensorBase& x, const TensorBase& y, double arg0,
                          double arg1) {
-  const DType dtype = x.dtype();
+  const DType dtype = grad.dtype();
   switch (op) {
     case UnaryOp::kNeg:
       return Neg(grad);
@@ -186,7 +196,7 @@ TensorBase UnaryGradient(UnaryOp op, const TensorBase& grad,
       // (there is no erf op); at x = 0 it is 1/2.
       const TensorBase zero = BinaryScalar(BinaryOp::kEqual, x, 0);
       const TensorBase cdf =
-          Where(zero, Full(Shape{}, 0.5, dtype, x.device()), Div(y, x));
+          Where(zero, Full(Shape{}, 0.5, dtype, grad.device()), Div(y, x));
       const TensorBase half_square =
           BinaryScalar(BinaryOp::kMul, Mul(x, x), -0.5);
       const TensorBase pdf =
@@ -248,16 +258,28 @@ TensorBase Binary(BinaryOp op, const TensorBase& lhs, const TensorBase& rhs) {
     return forward();
   }
   TensorBase out = autograd::Untracked(forward);
+  const bool need_a = lhs.is_require_grad();
+  const bool need_b = rhs.is_require_grad();
+  // Only what the gradients read is saved: add and sub read nothing.
+  const bool reads_a = (op == BinaryOp::kMul && need_b) ||
+                       op == BinaryOp::kPow || op == BinaryOp::kMaximum ||
+                       op == BinaryOp::kMinimum;
+  const bool reads_b = (op == BinaryOp::kMul && need_a) ||
+                       op == BinaryOp::kDiv || op == BinaryOp::kPow ||
+                       op == BinaryOp::kMaximum || op == BinaryOp::kMinimum;
+  const bool reads_result =
+      (op == BinaryOp::kDiv || op == BinaryOp::kPow) && need_b;
   return autograd::Record(
       name, {lhs, rhs}, out,
-      [op, a = lhs.Detach(), b = rhs.Detach(), y = out.Detach(),
-       need_a = lhs.is_require_grad(),
-       need_b = rhs.is_require_grad()](const TensorBase& grad) -> GradList {
+      [op, a = reads_a ? lhs.Detach() : TensorBase(),
+       b = reads_b ? rhs.Detach() : TensorBase(),
+       y = reads_result ? out.Detach() : TensorBase(), a_shape = lhs.shape(),
+       b_shape = rhs.shape(), need_a,
+       need_b](const TensorBase& grad) -> GradList {
         auto [grad_a, grad_b] =
             BinaryGradients(op, grad, a, b, y, need_a, need_b);
-        return {
-            need_a ? autograd::SumToShape(grad_a, a.shape()) : TensorBase(),
-            need_b ? autograd::SumToShape(grad_b, b.shape()) : TensorBase()};
+        return {need_a ? autograd::SumToShape(grad_a, a_shape) : TensorBase(),
+                need_b ? autograd::SumToShape(grad_b, b_shape) : TensorBase()};
       });
 }
 
@@ -265,7 +287,7 @@ namespace {
 
 // BinaryGradients() are the gradients of op(a, b) = y for a and b, in the
 // broadcast shape (the caller sums them back to each input's shape); only
-// those asked for are computed.
+// those asked for are computed, and a, b, y are defined only where read.
 std::pair<TensorBase, TensorBase> BinaryGradients(
     BinaryOp op, const TensorBase& grad, const TensorBase& a,
     const TensorBase& b, const TensorBase& y, bool need_a, bool need_b) {

@@ -15,6 +15,36 @@ GradNode::GradNode(const char* name, std::vector<Input> inputs,
                  name_);
 }
 
+namespace {
+
+// Moves into `orphans` the producers of `inputs` that only these edges keep
+// alive, cutting the edges, so they can be destroyed one at a time.
+void CollectOrphans(std::vector<GradNode::Input>& inputs,
+                    std::vector<std::shared_ptr<GradNode>>& orphans) {
+  for (GradNode::Input& input : inputs) {
+    if (input.meta == nullptr || input.meta.use_count() != 1) continue;
+    // This edge is the metadata's only owner, and the metadata was created
+    // non-const (make_shared<AutogradMeta>), so taking its node is safe.
+    auto& meta = const_cast<AutogradMeta&>(*input.meta);
+    if (meta.node != nullptr && meta.node.use_count() == 1) {
+      orphans.push_back(std::move(meta.node));
+    }
+  }
+}
+
+}  // namespace
+
+GradNode::~GradNode() {
+  std::vector<std::shared_ptr<GradNode>> orphans;
+  CollectOrphans(inputs_, orphans);
+  while (!orphans.empty()) {
+    std::shared_ptr<GradNode> node = std::move(orphans.back());
+    orphans.pop_back();
+    CollectOrphans(node->inputs_, orphans);
+    // `node` is destroyed here with its producers already taken.
+  }
+}
+
 GradList GradNode::Apply(const TensorBase& grad_output, bool release) {
   KINDLING_CHECK(backward_ != nullptr,
                  "backward: node '%s' was already run backward; pass "

@@ -71,6 +71,9 @@ class GradNode {
   };
 
   GradNode(const char* name, std::vector<Input> inputs, BackwardFn backward);
+  // Frees the chain of nodes only this one holds iteratively, so dropping a
+  // very deep graph (an unrolled loop of 100k ops) cannot overflow the stack.
+  ~GradNode();
   GradNode(const GradNode&) = delete;
   GradNode& operator=(const GradNode&) = delete;
 

@@ -35,7 +35,8 @@ const char* ReduceOpName(ReduceOp op) {
 
 // The gradient of Reduce, defined right under it.
 TensorBase ReduceGradient(ReduceOp op, const TensorBase& grad,
-                          const TensorBase& x, const TensorBase& y, int axis);
+                          const Shape& input_shape, const TensorBase& x,
+                          const TensorBase& y, int axis);
 
 }  // namespace
 
@@ -66,25 +67,31 @@ TensorBase Reduce(ReduceOp op, const TensorBase& in, int axis) {
   };
   if (arg || !autograd::ShouldRecord(in)) return forward();
   TensorBase out = autograd::Untracked(forward);
+  // Sum and mean read only the shape; max and min find their elements.
+  const bool extreme = op == ReduceOp::kMax || op == ReduceOp::kMin;
   return autograd::Record(
       name, {in}, out,
-      [op, x = in.Detach(), y = out.Detach(), a](const TensorBase& grad) {
-        return GradList{ReduceGradient(op, grad, x, y, a)};
+      [op, input_shape = in.shape(), a,
+       x = extreme ? in.Detach() : TensorBase(),
+       y = extreme ? out.Detach() : TensorBase()](const TensorBase& grad) {
+        return GradList{ReduceGradient(op, grad, input_shape, x, y, a)};
       });
 }
 
 namespace {
 
 // ReduceGradient(): `grad` has the reduced shape (size 1 at `axis`); every
-// input element gets its share, broadcast back along `axis`.
+// input element gets its share, broadcast back along `axis`. x and y (input
+// and result) are defined for max and min only.
 TensorBase ReduceGradient(ReduceOp op, const TensorBase& grad,
-                          const TensorBase& x, const TensorBase& y, int axis) {
+                          const Shape& input_shape, const TensorBase& x,
+                          const TensorBase& y, int axis) {
   switch (op) {
     case ReduceOp::kSum:
-      return grad.Expand(x.shape());
+      return grad.Expand(input_shape);
     case ReduceOp::kMean:
-      return BinaryScalar(BinaryOp::kMul, grad, 1.0 / x.shape()[axis])
-          .Expand(x.shape());
+      return BinaryScalar(BinaryOp::kMul, grad, 1.0 / input_shape[axis])
+          .Expand(input_shape);
     case ReduceOp::kMax:
     case ReduceOp::kMin: {
       // The extreme elements share the gradient evenly (ties split it).

@@ -17,7 +17,9 @@
 //   std::vector<float> values = y.to_data<float>();
 //
 // Tensor satisfies kindling::Parameter, so modules hold weights as
-// Param<Tensor<2>>. The require-grad flag is carried for autodiff.
+// Param<Tensor<2>>. A tensor that requires grad records the ops applied to it
+// (the graph hangs off the results); kindling::Backward()
+// (kindling/autodiff/backward.h) returns the gradients keyed by ParamId.
 //
 // Element-wise ops broadcast like NumPy: shapes align at the right, size-1
 // dimensions stretch, and the result rank is the larger of the two ranks.
