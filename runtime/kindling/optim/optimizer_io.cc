@@ -243,7 +243,14 @@ absl::Status Optimizer::LoadState(const std::vector<LoadTarget>& targets,
   hyper.weight_decay = meta.Double(HyperKey("weight_decay"));
   hyper.amsgrad = meta.Bool(HyperKey("amsgrad"));
   const int64_t step_count = meta.Int(kStepCountKey);
-  std::vector<ParamGroup> group_specs(meta.Int(kGroupCountKey));
+  // A sane bound, so that a corrupt count cannot allocate without limit.
+  constexpr int64_t kMaxGroups = 4096;
+  const int64_t group_count = meta.Int(kGroupCountKey);
+  if (group_count > kMaxGroups) {
+    return fail({absl::StrCat("`", kGroupCountKey, "` = ", group_count,
+                              " exceeds ", kMaxGroups)});
+  }
+  std::vector<ParamGroup> group_specs(group_count);
   for (size_t g = 0; g < group_specs.size(); ++g) {
     if (const std::string* pattern = meta.Text(GroupKey(g, "pattern"))) {
       group_specs[g].pattern = *pattern;

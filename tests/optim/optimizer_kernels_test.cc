@@ -1,0 +1,134 @@
+// The Backend's optimizer kernels on tensors large enough for the parallel
+// path (several OpenMP chunks), against scalar formulas computed here in f64.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kindling/tensor/backend.h"
+#include "kindling/tensor/tensor.h"
+
+namespace {
+
+using ::kindling::Backend;
+using ::kindling::Device;
+using ::kindling::GetBackend;
+using ::kindling::Tensor;
+
+constexpr int64_t kCount = 300'001;  // > 4 chunks of 64K, odd tail
+
+std::vector<float> Wave(int64_t count, float scale, float phase) {
+  std::vector<float> values(count);
+  for (int64_t i = 0; i < count; ++i) {
+    values[i] = scale * std::sin(0.001f * static_cast<float>(i) + phase);
+  }
+  return values;
+}
+
+TEST(OptimizerKernelsTest, AdamUpdateMatchesTheFormulaEverywhere) {
+  const std::vector<float> param0 = Wave(kCount, 1.0f, 0.3f);
+  const std::vector<float> grad0 = Wave(kCount, 0.5f, 1.1f);
+  const std::vector<float> m0 = Wave(kCount, 0.1f, 2.0f);
+  std::vector<float> v0 = Wave(kCount, 0.01f, 0.7f);
+  for (float& v : v0) v = v * v;
+  Tensor<1> param = Tensor<1>::FromData(param0, {kCount});
+  Tensor<1> grad = Tensor<1>::FromData(grad0, {kCount});
+  Tensor<1> exp_avg = Tensor<1>::FromData(m0, {kCount});
+  Tensor<1> exp_avg_sq = Tensor<1>::FromData(v0, {kCount});
+  Backend::AdamUpdateScalars scalars;
+  scalars.lr = 0.01;
+  scalars.beta1 = 0.9;
+  scalars.beta2 = 0.999;
+  scalars.eps = 1e-8;
+  scalars.weight_decay = 0.1;
+  scalars.decoupled_weight_decay = true;
+  scalars.step_size = 0.01 / (1 - std::pow(0.9, 3));
+  scalars.bias_correction2_sqrt = std::sqrt(1 - std::pow(0.999, 3));
+  GetBackend(Device::Cpu())
+      .AdamUpdate(param.base(), grad.base(), exp_avg.base(), exp_avg_sq.base(),
+                  kindling::TensorBase(), scalars);
+
+  const std::vector<float> p = param.to_data<float>();
+  const std::vector<float> m = exp_avg.to_data<float>();
+  const std::vector<float> v = exp_avg_sq.to_data<float>();
+  for (int64_t i = 0; i < kCount; ++i) {
+    const double g = grad0[i];
+    const double want_m = 0.9 * m0[i] + 0.1 * g;
+    const double want_v = 0.999 * v0[i] + 0.001 * g * g;
+    const double decayed = param0[i] * (1 - 0.01 * 0.1);
+    const double want_p =
+        decayed -
+        scalars.step_size * want_m /
+            (std::sqrt(want_v) / scalars.bias_correction2_sqrt + 1e-8);
+    // f32 rounding is relative to the terms, which may cancel.
+    ASSERT_NEAR(want_m, m[i],
+                1e-6 * (0.9 * std::fabs(m0[i]) + 0.1 * std::fabs(g)))
+        << i;
+    ASSERT_NEAR(want_v, v[i], 1e-6 * (v0[i] + 0.001 * g * g)) << i;
+    const double update = std::fabs(want_p - decayed);
+    ASSERT_NEAR(want_p, p[i], 1e-6 * std::fabs(decayed) + 1e-3 * update + 1e-9)
+        << i;
+  }
+}
+
+TEST(OptimizerKernelsTest, SgdUpdateFirstStepSetsTheBuffer) {
+  const std::vector<float> param0 = Wave(kCount, 1.0f, 0.3f);
+  const std::vector<float> grad0 = Wave(kCount, 0.5f, 1.1f);
+  Tensor<1> param = Tensor<1>::FromData(param0, {kCount});
+  Tensor<1> grad = Tensor<1>::FromData(grad0, {kCount});
+  Tensor<1> buffer = Tensor<1>::Full({kCount}, 123.0);  // must be ignored
+  Backend::SgdUpdateScalars scalars;
+  scalars.lr = 0.1;
+  scalars.momentum = 0.9;
+  scalars.weight_decay = 0.01;
+  scalars.nesterov = true;
+  scalars.first_step = true;
+  GetBackend(Device::Cpu())
+      .SgdUpdate(param.base(), grad.base(), buffer.base(), scalars);
+  const std::vector<float> p = param.to_data<float>();
+  const std::vector<float> b = buffer.to_data<float>();
+  for (int64_t i = 0; i < kCount; ++i) {
+    const double g = grad0[i] + 0.01 * param0[i];
+    const double scale = std::fabs(grad0[i]) + 0.01 * std::fabs(param0[i]);
+    ASSERT_NEAR(g, b[i], 1e-6 * scale) << i;
+    const double want = param0[i] - 0.1 * (g + 0.9 * g);
+    ASSERT_NEAR(want, p[i], 1e-6 * (std::fabs(param0[i]) + 0.2 * scale)) << i;
+  }
+}
+
+TEST(OptimizerKernelsTest, AbsPowerSumOverManyBlocks) {
+  const std::vector<float> values = Wave(kCount, 2.0f, 0.1f);
+  const Tensor<1> tensor = Tensor<1>::FromData(values, {kCount});
+  double squares = 0, absolute = 0, largest = 0, cubes = 0;
+  for (float x : values) {
+    squares += double{x} * x;
+    absolute += std::fabs(x);
+    largest = std::max(largest, std::fabs(double{x}));
+    cubes += std::pow(std::fabs(double{x}), 3.0);
+  }
+  Backend& backend = GetBackend(Device::Cpu());
+  EXPECT_NEAR(squares, backend.AbsPowerSum(tensor.base(), 2.0), 1e-9 * squares);
+  EXPECT_NEAR(absolute, backend.AbsPowerSum(tensor.base(), 1.0),
+              1e-9 * absolute);
+  EXPECT_EQ(largest,
+            backend.AbsPowerSum(tensor.base(),
+                                std::numeric_limits<double>::infinity()));
+  EXPECT_NEAR(cubes, backend.AbsPowerSum(tensor.base(), 3.0), 1e-9 * cubes);
+  // Fixed blocks summed in order: the same bits every time.
+  EXPECT_EQ(backend.AbsPowerSum(tensor.base(), 2.0),
+            backend.AbsPowerSum(tensor.base(), 2.0));
+}
+
+TEST(OptimizerKernelsTest, ScaleClampKeepsNaN) {
+  Tensor<1> tensor = Tensor<1>::FromData(
+      {1.0f, -3.0f, std::numeric_limits<float>::quiet_NaN(), 0.25f}, {4});
+  GetBackend(Device::Cpu()).ScaleClamp(tensor.base(), 2.0, 1.0);
+  const std::vector<float> out = tensor.to_data<float>();
+  EXPECT_EQ(1.0f, out[0]);
+  EXPECT_EQ(-1.0f, out[1]);
+  EXPECT_TRUE(std::isnan(out[2]));
+  EXPECT_EQ(0.5f, out[3]);
+}
+
+}  // namespace
