@@ -390,6 +390,9 @@ TEST(RandomDeathTest, BadParametersAbort) {
   EXPECT_DEATH((void)ops::RandomUniform({4}, DType::kF32, Device::Cpu(),
                                         generator, 2, 1),
                "random_uniform: bad range \\[2, 1\\)");
+  EXPECT_DEATH((void)ops::RandomUniform({4}, DType::kF16, Device::Cpu(),
+                                        generator, 0, 1e5),
+               "random_uniform: range \\[0, 100000\\) overflows f16");
   EXPECT_DEATH((void)ops::RandomNormal({4}, DType::kF32, Device::Cpu(),
                                        generator, 0, -1),
                "random_normal: bad mean 0 or std -1");

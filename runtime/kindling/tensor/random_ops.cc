@@ -1,6 +1,7 @@
 #include "kindling/tensor/random_ops.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "kindling/core/check.h"
@@ -17,6 +18,20 @@ void CheckFloating(DType dtype, const char* op) {
 
 void CheckDropProbability(double prob, const char* op) {
   KINDLING_CHECK(prob >= 0 && prob < 1, "%s: prob %g not in [0, 1)", op, prob);
+}
+
+// LargestFinite() is the largest finite value of a floating dtype.
+double LargestFinite(DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+      return 65504.0;
+    case DType::kBF16:
+      return 0x1.fep127;
+    case DType::kF32:
+      return std::numeric_limits<float>::max();
+    default:
+      return std::numeric_limits<double>::max();
+  }
 }
 
 // Fill() allocates the output and reserves its blocks from `generator`.
@@ -40,6 +55,13 @@ TensorBase RandomUniform(const Shape& shape, DType dtype, const Device& device,
   CheckFloating(dtype, "random_uniform");
   KINDLING_CHECK(std::isfinite(low) && std::isfinite(high) && low <= high,
                  "random_uniform: bad range [%g, %g)", low, high);
+  // The kernel computes low + u * (high - low) in the dtype (float for the
+  // 16-bit ones): bounds and width must be finite there.
+  const double largest = LargestFinite(dtype);
+  KINDLING_CHECK(std::abs(low) <= largest && std::abs(high) <= largest &&
+                     high - low <= largest,
+                 "random_uniform: range [%g, %g) overflows %s", low, high,
+                 std::string(DTypeName(dtype)));
   return Fill(RandomDistribution::kUniform, shape, dtype, device, generator,
               low, high);
 }
