@@ -280,7 +280,7 @@ TEST(CheckpointTest, LoadedStateStepsLikeTheOriginal) {
   for (auto [m, opt, gen] :
        {std::tuple(&model, &optimizer, &dropout_a),
         std::tuple(&loaded, &loaded_optimizer, &dropout_b)}) {
-    const Tensor<0> loss = CrossEntropyLoss(
+    const Tensor<0> loss = nn::CrossEntropy(
         test::TinyForward(*m, batch, nn::ForwardMode::kTraining, *gen),
         batch.labels);
     const Gradients grads = Backward(loss);

@@ -20,6 +20,7 @@
 #include "kindling/module/buffer.h"
 #include "kindling/module/initializer.h"
 #include "kindling/nn/forward_mode.h"
+#include "kindling/nn/normalize.h"
 #include "kindling/tensor/tensor.h"
 
 namespace kindling::nn {
@@ -48,32 +49,30 @@ struct KINDLING_MODULE BatchNorm {
   }
 
  private:
+  // ForwardTraining(): the normalization is one autodiff node with a fused
+  // backward (normalize.h); the running statistics are updated with detached
+  // values, so no step's graph outlives the step through them.
   Tensor<R> ForwardTraining(const Tensor<R>& input) const {
-    const Shape shape = input.shape();
-    const int64_t channels = shape[1];
-    const int64_t per_channel = input.numel() / channels;
-    KINDLING_CHECK(per_channel > 1,
-                   "BatchNorm: training needs more than one value per "
-                   "channel, got input %s",
-                   shape.ToString());
-    // [N, C, S]: statistics over axes 0 and 2.
-    const Tensor<3> grouped =
-        input.contiguous().template reshape<3>({shape[0], channels, -1});
-    const Tensor<3> mean = grouped.mean_dim(2).mean_dim(0);  // [1, C, 1]
-    const Tensor<3> centered = grouped - mean;
-    const Tensor<3> variance =
-        (centered * centered).mean_dim(2).mean_dim(0);  // biased
-    const Tensor<1> batch_mean = mean.template reshape<1>({channels});
-    const Tensor<1> batch_var = variance.template reshape<1>({channels});
+    BatchStatistics batch;
+    const Tensor<R> output(BatchNormTrainOp(input.base(), gamma->base(),
+                                            beta->base(), epsilon, &batch));
+    const int64_t per_channel = input.numel() / input.dim(1);
     const double unbias = static_cast<double>(per_channel) / (per_channel - 1);
+    const Tensor<1> batch_mean(batch.mean);
+    const Tensor<1> batch_var(batch.variance);
+    // The running statistics keep their own dtype (f32 buffers under an f64
+    // or f16 batch).
     running_mean.update_with([&](const Tensor<1>& running) {
-      return running * (1 - momentum) + batch_mean * momentum;
+      return (running * (1 - momentum) +
+              batch_mean.to(running.dtype()) * momentum)
+          .detach();
     });
     running_var.update_with([&](const Tensor<1>& running) {
-      return running * (1 - momentum) + batch_var * (momentum * unbias);
+      return (running * (1 - momentum) +
+              batch_var.to(running.dtype()) * (momentum * unbias))
+          .detach();
     });
-    return Normalize(input, ChannelView(batch_mean, input),
-                     ChannelView(batch_var, input));
+    return output;
   }
 
   // [C] -> [1, C, 1, ...] of rank R, to broadcast over an input.

@@ -11,6 +11,7 @@
 #include "kindling/core/param.h"
 #include "kindling/module/annotations.h"
 #include "kindling/module/initializer.h"
+#include "kindling/nn/normalize.h"
 #include "kindling/tensor/tensor.h"
 
 namespace kindling::nn {
@@ -21,13 +22,12 @@ struct KINDLING_MODULE LayerNorm {
   double epsilon = 1e-5;
 
   // Forward(): [..., d_model] -> same shape. Uses the biased variance, as
-  // PyTorch does.
+  // PyTorch does. Recorded as one autodiff node with a fused backward
+  // (normalize.h).
   template <int D>
   Tensor<D> Forward(const Tensor<D>& input) const {
-    const Tensor<D> mean = input.mean_dim(D - 1);
-    const Tensor<D> centered = input - mean;
-    const Tensor<D> variance = (centered * centered).mean_dim(D - 1);
-    return centered / (variance + epsilon).sqrt() * *gamma + *beta;
+    return Tensor<D>(
+        LayerNormOp(input.base(), gamma->base(), beta->base(), epsilon));
   }
 };
 

@@ -7,6 +7,12 @@
 // (oh * stride_h - pad_h + i * dilation_h, ow * stride_w - pad_w + ...).
 // Padding cells hold `pad_value` (0 for convolution and average pooling,
 // -infinity for max pooling).
+//
+// PatchesBackward() is the adjoint (col2im): it sums each patch entry back
+// into the input cell it was read from, so cells under several overlapping
+// windows get the sum. Patches() records one autodiff node whose backward is
+// PatchesBackward(); Conv2d and the pools record their own fused nodes and
+// call both directly.
 #ifndef KINDLING_NN_PATCHES_H_
 #define KINDLING_NN_PATCHES_H_
 
@@ -33,6 +39,13 @@ struct Window2d {
 // Patches(): [N, C, H, W] -> [N, C, KH * KW, OH, OW]. See the file comment.
 Tensor<5> Patches(const Tensor<4>& input, const Window2d& window,
                   double pad_value);
+
+// PatchesBackward(): [N, C, KH * KW, OH, OW] -> `input_shape` [N, C, H, W],
+// the sum over window positions of each patch entry placed at its input
+// cell; entries that fell on padding are dropped. `patches_grad` may be any
+// view (e.g. expanded). The result may be a view of a padded buffer.
+Tensor<4> PatchesBackward(const Tensor<5>& patches_grad, const Window2d& window,
+                          const Shape& input_shape);
 
 }  // namespace kindling::nn
 

@@ -12,7 +12,6 @@
 
 #include <array>
 #include <cstdint>
-#include <limits>
 #include <ostream>
 
 #include "kindling/nn/patches.h"
@@ -20,25 +19,24 @@
 
 namespace kindling::nn {
 
-// MaxPool2d: the maximum of each window; padding never wins.
+// MaxPool2d: the maximum of each window; padding never wins. The gradient
+// goes to the window's maximum (the first one on ties, as PyTorch does):
+// when a gradient is needed the forward keeps each window's argmax, and the
+// backward routes through it (one autodiff node).
 struct MaxPool2d {
   Window2d window;
 
-  Tensor<4> Forward(const Tensor<4>& input) const {
-    return Patches(input, window, -std::numeric_limits<double>::infinity())
-        .max_dim(2)
-        .squeeze(2);
-  }
+  Tensor<4> Forward(const Tensor<4>& input) const;
 };
 
 // AvgPool2d: the mean of each window; padding cells count as zeros
-// (PyTorch's count_include_pad=True).
+// (PyTorch's count_include_pad=True), so the backward spreads each output's
+// gradient evenly over all KH * KW cells of its window, padding included
+// (then dropped), summing where windows overlap (one autodiff node).
 struct AvgPool2d {
   Window2d window;
 
-  Tensor<4> Forward(const Tensor<4>& input) const {
-    return Patches(input, window, 0.0).mean_dim(2).squeeze(2);
-  }
+  Tensor<4> Forward(const Tensor<4>& input) const;
 };
 
 // MaxPool2dConfig / AvgPool2dConfig: the usual config-then-Init() shape, for

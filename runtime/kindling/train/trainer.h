@@ -38,12 +38,13 @@
 #include "kindling/data/image_dataset.h"
 #include "kindling/module/module_traits.h"
 #include "kindling/nn/forward_mode.h"
+#include "kindling/nn/loss.h"
 #include "kindling/optim/optimizer.h"
 #include "kindling/tensor/grad_mode.h"
 #include "kindling/tensor/philox_generator.h"
 #include "kindling/tensor/tensor.h"
+#include "kindling/train/accuracy.h"
 #include "kindling/train/checkpoint.h"
-#include "kindling/train/classification_loss.h"
 #include "kindling/train/interrupt.h"
 #include "kindling/train/progress.h"
 
@@ -61,6 +62,8 @@ struct TrainerOptions {
   // dropout_seed seeds the Philox generator dropout draws from.
   uint64_t dropout_seed = 0;
   int64_t eval_batch_size = 1000;
+  // label_smoothing of the cross-entropy (PyTorch's meaning).
+  double label_smoothing = 0;
   ProgressOptions progress;
   // on_step, when set, sees every step's loss (the run's step number, from 1).
   std::function<void(int64_t step, double loss)> on_step;
@@ -191,7 +194,8 @@ template <Module M>
 absl::StatusOr<double> Trainer<M>::Step(const data::Batch& batch) {
   const Tensor<2> logits =
       forward_(model_, batch, nn::ForwardMode::kTraining, dropout_);
-  const Tensor<0> loss = CrossEntropyLoss(logits, batch.labels);
+  const Tensor<0> loss =
+      nn::CrossEntropy(logits, batch.labels, options_.label_smoothing);
   const Gradients grads = Backward(loss);
   if (absl::Status status = optimizer_.Step(model_, grads); !status.ok()) {
     return status;
