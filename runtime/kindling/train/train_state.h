@@ -30,9 +30,9 @@ struct TrainState {
   // step is how many optimizer steps have run in the whole run.
   int64_t step = 0;
   // loader decides which samples come next (data order).
-  data::LoaderState loader;
+  data::LoaderState loader{};
   // dropout is the Philox generator position that dropout masks draw from.
-  PhiloxState dropout;
+  PhiloxState dropout{};
 
   friend bool operator==(const TrainState&, const TrainState&) = default;
 };

@@ -56,7 +56,7 @@ struct TrainerOptions {
   // steps have run in total, counting steps before a resume.
   int64_t max_steps = 0;
   // out_dir: where checkpoints go; empty saves none.
-  std::string out_dir;
+  std::string out_dir{};
   // resume: continue from out_dir's latest checkpoint when there is one.
   bool resume = false;
   // dropout_seed seeds the Philox generator dropout draws from.
@@ -64,9 +64,9 @@ struct TrainerOptions {
   int64_t eval_batch_size = 1000;
   // label_smoothing of the cross-entropy (PyTorch's meaning).
   double label_smoothing = 0;
-  ProgressOptions progress;
+  ProgressOptions progress{};
   // on_step, when set, sees every step's loss (the run's step number, from 1).
-  std::function<void(int64_t step, double loss)> on_step;
+  std::function<void(int64_t step, double loss)> on_step = nullptr;
 };
 
 // EpochReport: one finished epoch.
