@@ -52,6 +52,25 @@ TEST(BackwardTest, SameTensorTwiceInOneOp) {
   EXPECT_EQ((std::vector<double>{6, -4}), GradOf(grads, x.leaf_id()));
 }
 
+TEST(BackwardTest, LeafGradientsOwnTheirStorage) {
+  // add passes one gradient tensor to both inputs; each leaf must still get
+  // storage of its own, and none may alias the caller's seed.
+  const auto a = Leaf({1, 2});
+  const auto b = Leaf({3, 4});
+  BackwardOptions options;
+  const auto seed = Tensor<1>::FromData<double>({5, 6}, {2});
+  options.grad_output = seed.base();
+  Gradients grads = Backward(a + b, options);
+  const TensorBase* grad_a = grads.Find(a.leaf_id());
+  const TensorBase* grad_b = grads.Find(b.leaf_id());
+  ASSERT_NE(nullptr, grad_a);
+  ASSERT_NE(nullptr, grad_b);
+  EXPECT_NE(grad_a->storage(), grad_b->storage());
+  EXPECT_NE(seed.base().storage(), grad_a->storage());
+  EXPECT_NE(seed.base().storage(), grad_b->storage());
+  EXPECT_EQ((std::vector<double>{5, 6}), ToDoubles(*grad_b));
+}
+
 TEST(BackwardTest, FrozenAndDetachedInputsGetNoGradient) {
   const auto trainable = Leaf({1, 2});
   const auto frozen = Tensor<1>::FromData<double>({3, 4}, {2});

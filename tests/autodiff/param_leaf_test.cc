@@ -66,6 +66,18 @@ TEST(ParamLeafTest, WithValueLoadToDeviceForkAndSetRequireGrad) {
   ExpectLeafOf(frozen.set_require_grad(true));
 }
 
+TEST(ParamLeafTest, WithIdRetagsTheValue) {
+  // What loading a checkpoint does: load, then adopt the recorded id.
+  const TensorParam param =
+      TensorParam::Initialized(ParamId::New(), Values().set_require_grad(true));
+  const ParamId recorded = ParamId::New();
+  const TensorParam loaded = param.load(Values()).with_id(recorded);
+  EXPECT_EQ(recorded, loaded.id());
+  ExpectLeafOf(loaded);
+  EXPECT_EQ(param.id(), param->leaf_id());  // the original keeps its id
+  EXPECT_TRUE(param.with_id(param.id()).shares_state_with(param));
+}
+
 TEST(ParamLeafTest, ForkedParamsKeepTheirIdButNotTheirStorage) {
   const TensorParam param =
       TensorParam::Initialized(ParamId::New(), Values().set_require_grad(true));

@@ -127,6 +127,10 @@ class Engine {
     // Contiguous: a gradient may be a broadcast view (the backward of sum is
     // an expand), and its consumers write into it in place.
     grad = grad.Contiguous();
+    // Consumers write gradients in place (clipping, an all-reduce), so each
+    // gets storage of its own when another tensor still views it: add hands
+    // one tensor to both its inputs, and the seed is the caller's.
+    if (grad.storage().use_count() > 1) grad = grad.Clone();
     if (options_.on_gradient_ready) options_.on_gradient_ready(id, grad);
     grads_.Set(id, std::move(grad));
   }

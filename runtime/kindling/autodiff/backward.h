@@ -50,7 +50,8 @@ struct BackwardOptions {
 // Backward() returns the gradient of `loss` with respect to every leaf it
 // depends on (plus retained results, Gradients::FindRetained). Leaves that
 // need no gradient get none; a leaf used twice, or two leaves sharing a
-// ParamId (tied params), get the sum. Leaf gradients are contiguous.
+// ParamId (tied params), get the sum. Leaf gradients are contiguous and
+// share storage with no other tensor, so they may be written in place.
 // REQUIRES: `loss` requires grad (was computed from a leaf that requires
 // grad, with grad mode on); its graph was not run backward before without
 // retain_graph. Both checked.

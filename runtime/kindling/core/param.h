@@ -281,9 +281,21 @@ class Param {
   T value_for_save() const { return mapper_.on_save(val()); }
 
   // with_id() returns a copy (sharing the state) with another id, e.g. the
-  // one a checkpoint recorded.
+  // one a checkpoint recorded. A value that carries its Param's id (a
+  // tensor: AsParamValue) cannot be shared under two ids, so it gets a state
+  // of its own holding the value re-tagged with `id` (lazy stays lazy).
   [[nodiscard]] Param with_id(ParamId id) const {
-    return Param(id, state_, mapper_);
+    Param result(id, state_, mapper_);
+    if constexpr (requires(const T& value) {
+                    { value.as_param_leaf(id) } -> std::same_as<T>;
+                  }) {
+      if (id != id_) {
+        return result.DeriveOrMap(
+            [id](T value) { return AsParamValue(id, std::move(value)); },
+            lazy_is_require_grad());
+      }
+    }
+    return result;
   }
 
   // The device, shape and require-grad flag the value has or will have, read
