@@ -28,7 +28,7 @@
 //     `model` (every tied field gets the same Param);
 //   * validates everything first (gradient shape, dtype and device, state
 //     shape, two different tensors under one ParamId) and on error returns
-//     InvalidArgument/FailedPrecondition naming the parameter's path, with
+//     InvalidArgument naming the parameter's path, with
 //     the model and the optimizer untouched.
 // The learning rate of the step after t completed steps is
 // schedule.LearningRate(group lr, t).
