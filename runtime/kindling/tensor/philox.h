@@ -24,9 +24,11 @@
 // How a fill of n elements of one dtype maps elements to words (element i):
 //
 //   uniform, 16/32-bit float: u = UniformFloat(w[i]);
-//       value = low + (u * (high - low)), rounded in float (f64: double), no
-//       fused multiply-add, then rounded to the output dtype and clamped to
-//       [low, high) of that dtype (see cpu/random.cc).
+//       with low and high first rounded to the output dtype, value =
+//       min(low + (u * (high - low)), the largest dtype value below high)
+//       in float (f64: double), no fused multiply-add, then rounded once to
+//       the dtype (the min keeps rounding from reaching high; if low == high
+//       every value is low).
 //   uniform, f64: u = UniformDouble(w[2i], w[2i+1]).
 //   normal, 16/32-bit float: Box-Muller on the pair (2j, 2j+1) from words
 //       w[2j], w[2j+1]: BoxMullerFloat() (box_muller.h: radius from
