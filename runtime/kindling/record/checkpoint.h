@@ -161,10 +161,7 @@ absl::StatusOr<LoadReport> LoadModule(M& module, const std::string& path,
     }
     const ParamId id = loader.id(plan).value_or(leaf.id());
     if constexpr (module_internal::ParamField<Leaf>) {
-      // The id first: load() makes the value a gradient leaf under the
-      // Param's id (autodiff), so the value must be loaded under the
-      // restored id, or Backward() keys its gradient by the stale one.
-      leaf = leaf.with_id(id).load(T(*std::move(tensor)));
+      leaf = leaf.load(T(*std::move(tensor))).with_id(id);
     } else {
       leaf = leaf.with_value(T(*std::move(tensor)), id);
     }
