@@ -1,0 +1,92 @@
+#!/usr/bin/python3
+"""PyTorch peer of benches/train_bench.cc: one training epoch of the same
+model on Fashion-MNIST in the same data order, timed.
+
+Usage: train_torch.py --model mlp|cnn --order ORDER_FILE --batch_size 128
+                      [--epochs 1] [--threads 2]
+ORDER_FILE holds the epoch's sample indices as little-endian int64 (the
+Kindling loader's EpochOrder). Prints one JSON line: the seconds of each
+epoch and the process's peak RSS in MiB.
+"""
+import argparse
+import gzip
+import json
+import resource
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+DATA = "/usr/share/datasets/fashion-mnist"
+MEAN, STD = 0.2860, 0.3530  # as kindling::data::LoadMnistLike
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    ndim = raw[3]
+    shape = struct.unpack(">" + "I" * ndim, raw[4:4 + 4 * ndim])
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
+
+
+def mlp():
+    return nn.Sequential(
+        nn.Linear(784, 256), nn.ReLU(),
+        nn.Linear(256, 256), nn.ReLU(),
+        nn.Linear(256, 256), nn.ReLU(),
+        nn.LayerNorm(256), nn.Linear(256, 10))
+
+
+def cnn():
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(),
+        nn.Linear(128, 10))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", choices=["mlp", "cnn"], required=True)
+    parser.add_argument("--order", required=True)
+    parser.add_argument("--batch_size", type=int, default=128)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    images = read_idx(f"{DATA}/train-images-idx3-ubyte.gz")
+    labels = read_idx(f"{DATA}/train-labels-idx1-ubyte.gz")
+    x = (torch.from_numpy(images.astype(np.float32)) / 255.0 - MEAN) / STD
+    y = torch.from_numpy(labels.astype(np.int64))
+    x = x.reshape(-1, 784) if args.model == "mlp" else x.reshape(-1, 1, 28, 28)
+    order = torch.from_numpy(
+        np.fromfile(args.order, dtype="<i8").astype(np.int64))
+
+    model = mlp() if args.model == "mlp" else cnn()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    seconds = []
+    for _ in range(args.epochs):
+        start = time.perf_counter()
+        for begin in range(0, len(order), args.batch_size):
+            index = order[begin:begin + args.batch_size]
+            # The gather is part of the epoch, as the Kindling loader's is.
+            batch_x, batch_y = x[index], y[index]
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(model(batch_x), batch_y)
+            loss.backward()
+            optimizer.step()
+        seconds.append(time.perf_counter() - start)
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    json.dump({"epoch_seconds": seconds, "peak_rss_mib": peak_mib,
+               "final_loss": float(loss)}, sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    main()

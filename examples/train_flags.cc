@@ -1,0 +1,17 @@
+#include "examples/train_flags.h"
+
+#include "absl/flags/flag.h"
+
+// Defaults are the quickstart MLP's; each example may override --epochs and
+// --lr defaults with absl::SetFlag before parsing.
+ABSL_FLAG(int64_t, epochs, 10, "training epochs");
+ABSL_FLAG(int64_t, batch_size, 128, "samples per step");
+ABSL_FLAG(double, lr, 1e-3, "Adam's peak learning rate (cosine decay to 0)");
+ABSL_FLAG(std::string, out_dir, "",
+          "checkpoint directory (default: $TEST_TMPDIR or /tmp, then "
+          "/kindling_<example>)");
+ABSL_FLAG(int, threads, 2, "CPU threads for the kernels");
+ABSL_FLAG(uint64_t, seed, 42, "seed of initialization, data order, dropout");
+ABSL_FLAG(bool, resume, false, "continue from the latest checkpoint");
+ABSL_FLAG(int64_t, max_steps, 0,
+          "stop after this many steps in total (0: no limit)");

@@ -1,0 +1,20 @@
+// The command-line flags the training examples share (train_flags.cc):
+//   --epochs --batch_size --lr --out_dir --threads --seed --resume --max_steps
+#ifndef KINDLING_EXAMPLES_TRAIN_FLAGS_H_
+#define KINDLING_EXAMPLES_TRAIN_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/flags/declare.h"
+
+ABSL_DECLARE_FLAG(int64_t, epochs);
+ABSL_DECLARE_FLAG(int64_t, batch_size);
+ABSL_DECLARE_FLAG(double, lr);
+ABSL_DECLARE_FLAG(std::string, out_dir);
+ABSL_DECLARE_FLAG(int, threads);
+ABSL_DECLARE_FLAG(uint64_t, seed);
+ABSL_DECLARE_FLAG(bool, resume);
+ABSL_DECLARE_FLAG(int64_t, max_steps);
+
+#endif  // KINDLING_EXAMPLES_TRAIN_FLAGS_H_
