@@ -30,7 +30,6 @@ kindling::Tensor<2> CnnLogits(const examples::Cnn& model,
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetFlag(&FLAGS_epochs, 8);
   absl::ParseCommandLine(argc, argv);
   kindling::train::SetCpuThreads(absl::GetFlag(FLAGS_threads));
   return examples::TrainClassifier<examples::Cnn>(
