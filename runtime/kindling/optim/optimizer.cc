@@ -101,30 +101,28 @@ absl::StatusOr<Optimizer> Optimizer::Sgd(const SgdOptions& options,
   return Create(hyper, std::move(groups));
 }
 
-absl::StatusOr<Optimizer> Optimizer::Adam(const AdamOptions& options,
-                                          std::vector<ParamGroup> groups) {
+template <class AdamLikeOptions>
+Optimizer::Hyper Optimizer::AdamHyper(OptimizerType type,
+                                      const AdamLikeOptions& options) {
   Hyper hyper;
-  hyper.type = OptimizerType::kAdam;
+  hyper.type = type;
   hyper.lr = options.lr;
   hyper.beta1 = options.betas.first;
   hyper.beta2 = options.betas.second;
   hyper.eps = options.eps;
   hyper.weight_decay = options.weight_decay;
   hyper.amsgrad = options.amsgrad;
-  return Create(hyper, std::move(groups));
+  return hyper;
+}
+
+absl::StatusOr<Optimizer> Optimizer::Adam(const AdamOptions& options,
+                                          std::vector<ParamGroup> groups) {
+  return Create(AdamHyper(OptimizerType::kAdam, options), std::move(groups));
 }
 
 absl::StatusOr<Optimizer> Optimizer::AdamW(const AdamWOptions& options,
                                            std::vector<ParamGroup> groups) {
-  Hyper hyper;
-  hyper.type = OptimizerType::kAdamW;
-  hyper.lr = options.lr;
-  hyper.beta1 = options.betas.first;
-  hyper.beta2 = options.betas.second;
-  hyper.eps = options.eps;
-  hyper.weight_decay = options.weight_decay;
-  hyper.amsgrad = options.amsgrad;
-  return Create(hyper, std::move(groups));
+  return Create(AdamHyper(OptimizerType::kAdamW, options), std::move(groups));
 }
 
 std::vector<std::string_view> Optimizer::StateNames(const Hyper& hyper) {

@@ -200,6 +200,11 @@ class Optimizer {
   [[nodiscard]] static absl::StatusOr<Optimizer> Create(
       Hyper hyper, std::vector<ParamGroup> groups);
 
+  // AdamHyper() is the Hyper of Adam or AdamW (`type`) from their options,
+  // which share every field name.
+  template <class AdamLikeOptions>
+  static Hyper AdamHyper(OptimizerType type, const AdamLikeOptions& options);
+
   // The state tensors `hyper` keeps per parameter, in order.
   static std::vector<std::string_view> StateNames(const Hyper& hyper);
 
