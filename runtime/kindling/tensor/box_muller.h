@@ -29,7 +29,7 @@ namespace kindling {
 
 // KindlingLog() is ln(x) for a positive normal float x (what
 // OpenUniformFloat returns: 2^-24 .. 1).
-inline float KindlingLog(float x) {
+KINDLING_HOST_DEVICE inline float KindlingLog(float x) {
   const int32_t bits = std::bit_cast<int32_t>(x);
   // x = m * 2^e with m in [0.5, 1), then m moved into [sqrt(1/2), sqrt(2)).
   float exponent = static_cast<float>((bits >> 23) - 126);
@@ -55,7 +55,8 @@ inline float KindlingLog(float x) {
 }
 
 // KindlingSinCos2Pi() writes sin(2 pi u) and cos(2 pi u) for u in [0, 1).
-inline void KindlingSinCos2Pi(float u, float& sine, float& cosine) {
+KINDLING_HOST_DEVICE inline void KindlingSinCos2Pi(float u, float& sine,
+                                                   float& cosine) {
   // u = quadrant / 4 + r with r in [-1/8, 1/8] (exact: both on u's grid).
   const int32_t quadrant = static_cast<int32_t>(u * 4.0f + 0.5f);
   const float r = u - static_cast<float>(quadrant) * 0.25f;
@@ -78,8 +79,8 @@ inline void KindlingSinCos2Pi(float u, float& sine, float& cosine) {
 }
 
 // BoxMullerFloat() writes the standard normal pair of words (w0, w1).
-inline void BoxMullerFloat(uint32_t w0, uint32_t w1, float& first,
-                           float& second) {
+KINDLING_HOST_DEVICE inline void BoxMullerFloat(uint32_t w0, uint32_t w1,
+                                                float& first, float& second) {
   const float radius = std::sqrt(-2.0f * KindlingLog(OpenUniformFloat(w0)));
   float sine, cosine;
   KindlingSinCos2Pi(UniformFloat(w1), sine, cosine);

@@ -53,6 +53,18 @@
 #include <array>
 #include <cstdint>
 
+// KINDLING_HOST_DEVICE marks the functions below as callable from CUDA device
+// code too (a CUDA kernel reproduces this stream bit for bit); for any other
+// compiler it is empty. std::array's members are host constexpr functions, so
+// nvcc needs --expt-relaxed-constexpr for device calls.
+#ifndef KINDLING_HOST_DEVICE
+#if defined(__CUDACC__)
+#define KINDLING_HOST_DEVICE __host__ __device__
+#else
+#define KINDLING_HOST_DEVICE
+#endif
+#endif
+
 namespace kindling {
 
 // PhiloxBlock is the 128-bit output (and input counter) of one Philox call.
@@ -61,7 +73,8 @@ using PhiloxKey = std::array<uint32_t, 2>;
 
 // Philox4x32_10() is ten rounds of Philox on `counter` under `key`; it matches
 // the Random123 reference (known-answer tests in tests/tensor/random_test.cc).
-constexpr PhiloxBlock Philox4x32_10(PhiloxBlock counter, PhiloxKey key) {
+KINDLING_HOST_DEVICE constexpr PhiloxBlock Philox4x32_10(PhiloxBlock counter,
+                                                         PhiloxKey key) {
   // Round multipliers and Weyl key increments from the Philox paper.
   constexpr uint32_t kMultiplier0 = 0xD2511F53u;
   constexpr uint32_t kMultiplier1 = 0xCD9E8D57u;
@@ -83,42 +96,44 @@ constexpr PhiloxBlock Philox4x32_10(PhiloxBlock counter, PhiloxKey key) {
 }
 
 // PhiloxKeyFromSeed() splits a 64-bit seed into the two key words.
-constexpr PhiloxKey PhiloxKeyFromSeed(uint64_t seed) {
+KINDLING_HOST_DEVICE constexpr PhiloxKey PhiloxKeyFromSeed(uint64_t seed) {
   return {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
 }
 
 // PhiloxCounter() is the counter of block `block` (offset + index, mod 2^64).
-constexpr PhiloxBlock PhiloxCounter(uint64_t block) {
+KINDLING_HOST_DEVICE constexpr PhiloxBlock PhiloxCounter(uint64_t block) {
   return {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0,
           0};
 }
 
 // UniformFloat() is the top 24 bits of `word` as a float in [0, 1); every
 // value is exact.
-constexpr float UniformFloat(uint32_t word) {
+KINDLING_HOST_DEVICE constexpr float UniformFloat(uint32_t word) {
   return static_cast<float>(word >> 8) * 0x1p-24f;
 }
 
 // OpenUniformFloat() is in (0, 1], so its logarithm is finite.
-constexpr float OpenUniformFloat(uint32_t word) {
+KINDLING_HOST_DEVICE constexpr float OpenUniformFloat(uint32_t word) {
   return static_cast<float>((word >> 8) + 1) * 0x1p-24f;
 }
 
 // UniformDouble() is the top 53 of the 64 bits (high:low) in [0, 1).
-constexpr double UniformDouble(uint32_t high, uint32_t low) {
+KINDLING_HOST_DEVICE constexpr double UniformDouble(uint32_t high,
+                                                    uint32_t low) {
   const uint64_t bits = (uint64_t{high} << 32) | low;
   return static_cast<double>(bits >> 11) * 0x1p-53;
 }
 
 // OpenUniformDouble() is in (0, 1].
-constexpr double OpenUniformDouble(uint32_t high, uint32_t low) {
+KINDLING_HOST_DEVICE constexpr double OpenUniformDouble(uint32_t high,
+                                                        uint32_t low) {
   const uint64_t bits = (uint64_t{high} << 32) | low;
   return static_cast<double>((bits >> 11) + 1) * 0x1p-53;
 }
 
 // KeepThreshold() is the integer t with ((w >> 8) >= t) == (UniformFloat(w)
 // >= prob): ceil(prob * 2^24). REQUIRES: 0 <= prob <= 1.
-constexpr uint32_t KeepThreshold(double prob) {
+KINDLING_HOST_DEVICE constexpr uint32_t KeepThreshold(double prob) {
   const double scaled = prob * 0x1p24;  // exact: a power-of-two scale
   const auto floor = static_cast<uint32_t>(scaled);
   return static_cast<double>(floor) == scaled ? floor : floor + 1;
