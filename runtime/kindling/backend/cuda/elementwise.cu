@@ -1,0 +1,557 @@
+// Element-wise CUDA kernels: copy/convert, fill, unary, binary, where.
+//
+// Each is one grid-stride launch over the output's shape (launch.cuh) with
+// the operands' strides in a StridedIndexer, so broadcast (zero-stride) and
+// transposed inputs need no copies. Results match the CPU backend's rules
+// (element conversions from device_element.h, wrapping integer arithmetic,
+// NaN-propagating maximum/minimum); the 16-bit floats, which the CPU front
+// end computes in f32, are computed here in f32 and rounded on store.
+#include <cstdint>
+#include <type_traits>
+
+#include "kindling/backend/cuda/cuda_check.h"
+#include "kindling/backend/cuda/device_element.h"
+#include "kindling/backend/cuda/dispatch.h"
+#include "kindling/backend/cuda/kernels.h"
+#include "kindling/backend/cuda/launch.cuh"
+#include "kindling/core/check.h"
+
+namespace kindling::cuda {
+namespace {
+
+// Load() widens a stored element to its ComputeType; Store() rounds back.
+template <class T>
+__device__ inline ComputeType<T> Load(T value) {
+  return ToCompute(value);
+}
+template <class T>
+__device__ inline T Store(ComputeType<T> value) {
+  return Convert<T>(value);
+}
+
+// --- Copy and fill ---------------------------------------------------------
+
+template <class To, class From>
+struct ConvertOp {
+  To* out;
+  const From* in;
+  __device__ void operator()(const int64_t* offset) const {
+    out[offset[0]] = Convert<To>(in[offset[1]]);
+  }
+};
+
+template <class T>
+struct FillOp {
+  T* out;
+  T value;
+  __device__ void operator()(const int64_t* offset) const {
+    out[offset[0]] = value;
+  }
+};
+
+}  // namespace
+
+void CopyKernel(cudaStream_t stream, const TensorBase& out,
+                const TensorBase& in) {
+  if (out.numel() == 0) return;
+  if (out.dtype() == in.dtype() && out.is_contiguous() && in.is_contiguous()) {
+    KINDLING_CUDA_CHECK(cudaMemcpyAsync(out.data(), in.data(),
+                                        out.numel() * out.element_size(),
+                                        cudaMemcpyDeviceToDevice, stream));
+    return;
+  }
+  const StridedIndexer<2> indexer = IndexerOf<2>({&out, &in});
+  if (out.dtype() == in.dtype()) {
+    DispatchBySize(out.element_size(), [&]<class U>() {
+      LaunchStrided(stream, indexer,
+                    ConvertOp<U, U>{out.data_as<U>(), in.data_as<const U>()});
+    });
+    return;
+  }
+  DispatchDType(out.dtype(), [&]<class To>() {
+    DispatchDType(in.dtype(), [&]<class From>() {
+      LaunchStrided(stream, indexer, ConvertOp<To, From>{
+                                         out.data_as<To>(),
+                                         in.data_as<const From>()});
+    });
+  });
+}
+
+void FillKernel(cudaStream_t stream, const TensorBase& out, double value) {
+  const StridedIndexer<1> indexer = IndexerOf<1>({&out});
+  DispatchDType(out.dtype(), [&]<class T>() {
+    LaunchStrided(stream, indexer,
+                  FillOp<T>{out.data_as<T>(), Convert<T>(value)});
+  });
+}
+
+namespace {
+
+// --- Unary -----------------------------------------------------------------
+
+// Wrapping integer arithmetic (signed overflow must not be undefined).
+template <class T>
+__device__ inline T WrapAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+template <class T>
+__device__ inline T WrapSub(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+  } else {
+    return a - b;
+  }
+}
+template <class T>
+__device__ inline T WrapMul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+// Integer division truncates; x / 0 is 0 and MIN / -1 wraps to MIN.
+template <class T>
+__device__ inline T SafeDiv(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) return T{0};
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return WrapSub(T{0}, a);
+    }
+    return static_cast<T>(a / b);
+  } else {
+    return a / b;
+  }
+}
+// Integer power by squaring; negative exponents give the integer part of
+// the real result (0 except for bases 1 and -1).
+template <class T>
+__device__ inline T IntPow(T base, T exponent) {
+  if constexpr (std::is_signed_v<T>) {
+    if (exponent < 0) {
+      if (base == 1) return 1;
+      if (base == -1) return (exponent & 1) ? T(-1) : T(1);
+      return 0;
+    }
+  }
+  T result = 1;
+  while (exponent != 0) {
+    if (exponent & 1) result = WrapMul(result, base);
+    base = WrapMul(base, base);
+    exponent = static_cast<T>(exponent >> 1);
+  }
+  return result;
+}
+
+// Floating functions in float or double (C is the compute type).
+__device__ inline float Exp(float x) { return expf(x); }
+__device__ inline double Exp(double x) { return exp(x); }
+__device__ inline float Log(float x) { return logf(x); }
+__device__ inline double Log(double x) { return log(x); }
+__device__ inline float Sqrt(float x) { return sqrtf(x); }
+__device__ inline double Sqrt(double x) { return sqrt(x); }
+__device__ inline float Tanh(float x) { return tanhf(x); }
+__device__ inline double Tanh(double x) { return tanh(x); }
+__device__ inline float Erfc(float x) { return erfcf(x); }
+__device__ inline double Erfc(double x) { return erfc(x); }
+__device__ inline float Pow(float x, float y) { return powf(x, y); }
+__device__ inline double Pow(double x, double y) { return pow(x, y); }
+__device__ inline float Abs(float x) { return fabsf(x); }
+__device__ inline double Abs(double x) { return fabs(x); }
+
+template <class C>
+__device__ inline bool IsNanValue(C x) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return x != x;
+  } else {
+    return false;
+  }
+}
+
+// The unary functions on the compute type C.
+struct NegFn {
+  template <class C>
+  __device__ C operator()(C x) const {
+    return WrapSub(C{0}, x);
+  }
+};
+struct AbsFn {
+  template <class C>
+  __device__ C operator()(C x) const {
+    if constexpr (std::is_unsigned_v<C>) {
+      return x;
+    } else if constexpr (std::is_floating_point_v<C>) {
+      return Abs(x);
+    } else {
+      return x < 0 ? WrapSub(C{0}, x) : x;
+    }
+  }
+};
+struct ReluFn {
+  template <class C>
+  __device__ C operator()(C x) const {
+    return x > C{0} ? x : C{0};
+  }
+};
+template <class C>
+struct ClampFn {
+  C low;
+  C high;
+  __device__ C operator()(C x) const {
+    const C lower = x < low ? low : x;
+    return lower > high ? high : lower;
+  }
+};
+struct ExpFn {
+  template <class C>
+  __device__ C operator()(C x) const {
+    return Exp(x);
+  }
+};
+struct LogFn {
+  template <class C>
+  __device__ C operator()(C x) const {
+    return Log(x);
+  }
+};
+struct SqrtFn {
+  template <class C>
+  __device__ C operator()(C x) const {
+    return Sqrt(x);
+  }
+};
+// GELU in its erf form: 0.5 x erfc(-x / sqrt(2)) (erfc keeps precision for
+// large negative x, where 1 + erf cancels).
+struct GeluFn {
+  template <class C>
+  __device__ C operator()(C x) const {
+    const C inv_sqrt2 = C(0.70710678118654752440);
+    return C(0.5) * x * Erfc(-x * inv_sqrt2);
+  }
+};
+struct SigmoidFn {
+  template <class C>
+  __device__ C operator()(C x) const {
+    return C(1) / (C(1) + Exp(-x));
+  }
+};
+struct TanhFn {
+  template <class C>
+  __device__ C operator()(C x) const {
+    return Tanh(x);
+  }
+};
+
+template <class T, class F>
+struct UnaryApplyOp {
+  T* out;
+  const T* in;
+  F f;
+  __device__ void operator()(const int64_t* offset) const {
+    out[offset[0]] = Store<T>(f(Load(in[offset[1]])));
+  }
+};
+
+struct LogicalNotOp {
+  bool* out;
+  const bool* in;
+  __device__ void operator()(const int64_t* offset) const {
+    out[offset[0]] = !in[offset[1]];
+  }
+};
+
+template <class T, class F>
+void RunUnary(cudaStream_t stream, const StridedIndexer<2>& indexer,
+              const TensorBase& out, const TensorBase& in, F f) {
+  LaunchStrided(stream, indexer,
+                UnaryApplyOp<T, F>{out.data_as<T>(), in.data_as<const T>(), f});
+}
+
+template <class T>
+void UnaryTyped(cudaStream_t stream, UnaryOp op,
+                const StridedIndexer<2>& indexer, const TensorBase& out,
+                const TensorBase& in, double arg0, double arg1) {
+  using C = ComputeType<T>;
+  switch (op) {
+    case UnaryOp::kNeg:
+      return RunUnary<T>(stream, indexer, out, in, NegFn{});
+    case UnaryOp::kAbs:
+      return RunUnary<T>(stream, indexer, out, in, AbsFn{});
+    case UnaryOp::kRelu:
+      return RunUnary<T>(stream, indexer, out, in, ReluFn{});
+    case UnaryOp::kClamp: {
+      // The bounds are rounded to T first, as the CPU does.
+      const C low = ToCompute(Convert<T>(arg0));
+      const C high = ToCompute(Convert<T>(arg1));
+      return RunUnary<T>(stream, indexer, out, in, ClampFn<C>{low, high});
+    }
+    default:
+      break;
+  }
+  if constexpr (std::is_floating_point_v<C>) {
+    switch (op) {
+      case UnaryOp::kExp:
+        return RunUnary<T>(stream, indexer, out, in, ExpFn{});
+      case UnaryOp::kLog:
+        return RunUnary<T>(stream, indexer, out, in, LogFn{});
+      case UnaryOp::kSqrt:
+        return RunUnary<T>(stream, indexer, out, in, SqrtFn{});
+      case UnaryOp::kGelu:
+        return RunUnary<T>(stream, indexer, out, in, GeluFn{});
+      case UnaryOp::kSigmoid:
+        return RunUnary<T>(stream, indexer, out, in, SigmoidFn{});
+      case UnaryOp::kTanh:
+        return RunUnary<T>(stream, indexer, out, in, TanhFn{});
+      default:
+        break;
+    }
+  }
+  KINDLING_CHECK(false, "cuda unary op %d: unsupported dtype %s",
+                 static_cast<int>(op), std::string(DTypeName(in.dtype())));
+}
+
+}  // namespace
+
+void UnaryKernel(cudaStream_t stream, UnaryOp op, const TensorBase& out,
+                 const TensorBase& in, double arg0, double arg1) {
+  const StridedIndexer<2> indexer = IndexerOf<2>({&out, &in});
+  if (op == UnaryOp::kLogicalNot) {
+    LaunchStrided(stream, indexer,
+                  LogicalNotOp{out.data_as<bool>(), in.data_as<const bool>()});
+    return;
+  }
+  DispatchNumeric(in.dtype(), "unary", [&]<class T>() {
+    UnaryTyped<T>(stream, op, indexer, out, in, arg0, arg1);
+  });
+}
+
+namespace {
+
+// --- Binary ----------------------------------------------------------------
+
+struct AddFn {
+  template <class C>
+  __device__ C operator()(C a, C b) const {
+    return WrapAdd(a, b);
+  }
+};
+struct SubFn {
+  template <class C>
+  __device__ C operator()(C a, C b) const {
+    return WrapSub(a, b);
+  }
+};
+struct MulFn {
+  template <class C>
+  __device__ C operator()(C a, C b) const {
+    return WrapMul(a, b);
+  }
+};
+struct DivFn {
+  template <class C>
+  __device__ C operator()(C a, C b) const {
+    return SafeDiv(a, b);
+  }
+};
+struct PowFn {
+  template <class C>
+  __device__ C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return Pow(a, b);
+    } else {
+      return IntPow(a, b);
+    }
+  }
+};
+struct MaximumFn {
+  template <class C>
+  __device__ C operator()(C a, C b) const {
+    if (IsNanValue(a) || IsNanValue(b)) return a + b;  // NaN propagates
+    return a > b ? a : b;
+  }
+};
+struct MinimumFn {
+  template <class C>
+  __device__ C operator()(C a, C b) const {
+    if (IsNanValue(a) || IsNanValue(b)) return a + b;
+    return a < b ? a : b;
+  }
+};
+struct EqualFn {
+  template <class C>
+  __device__ bool operator()(C a, C b) const {
+    return a == b;
+  }
+};
+struct NotEqualFn {
+  template <class C>
+  __device__ bool operator()(C a, C b) const {
+    return a != b;
+  }
+};
+struct LessFn {
+  template <class C>
+  __device__ bool operator()(C a, C b) const {
+    return a < b;
+  }
+};
+struct LessEqualFn {
+  template <class C>
+  __device__ bool operator()(C a, C b) const {
+    return a <= b;
+  }
+};
+struct GreaterFn {
+  template <class C>
+  __device__ bool operator()(C a, C b) const {
+    return a > b;
+  }
+};
+struct GreaterEqualFn {
+  template <class C>
+  __device__ bool operator()(C a, C b) const {
+    return a >= b;
+  }
+};
+struct LogicalAndFn {
+  __device__ bool operator()(bool a, bool b) const { return a && b; }
+};
+struct LogicalOrFn {
+  __device__ bool operator()(bool a, bool b) const { return a || b; }
+};
+
+// out[i] = f(lhs[i], rhs[i]) in the compute type; TOut is T, or bool for
+// comparisons. Each thread reads its own element before writing it, so out
+// may alias lhs exactly.
+template <class TOut, class T, class F>
+struct BinaryApplyOp {
+  TOut* out;
+  const T* lhs;
+  const T* rhs;
+  F f;
+  __device__ void operator()(const int64_t* offset) const {
+    const auto value = f(Load(lhs[offset[1]]), Load(rhs[offset[2]]));
+    if constexpr (std::is_same_v<TOut, bool>) {
+      out[offset[0]] = value;
+    } else {
+      out[offset[0]] = Store<TOut>(value);
+    }
+  }
+};
+
+template <class TOut, class T, class F>
+void RunBinary(cudaStream_t stream, const StridedIndexer<3>& indexer,
+               const TensorBase& out, const TensorBase& lhs,
+               const TensorBase& rhs, F f) {
+  LaunchStrided(stream, indexer,
+                BinaryApplyOp<TOut, T, F>{out.data_as<TOut>(),
+                                          lhs.data_as<const T>(),
+                                          rhs.data_as<const T>(), f});
+}
+
+template <class T>
+void BinaryTyped(cudaStream_t stream, BinaryOp op,
+                 const StridedIndexer<3>& indexer, const TensorBase& out,
+                 const TensorBase& lhs, const TensorBase& rhs) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, AddFn{});
+    case BinaryOp::kSub:
+      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, SubFn{});
+    case BinaryOp::kMul:
+      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, MulFn{});
+    case BinaryOp::kDiv:
+      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, DivFn{});
+    case BinaryOp::kPow:
+      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, PowFn{});
+    case BinaryOp::kMaximum:
+      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, MaximumFn{});
+    case BinaryOp::kMinimum:
+      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, MinimumFn{});
+    case BinaryOp::kEqual:
+      return RunBinary<bool, T>(stream, indexer, out, lhs, rhs, EqualFn{});
+    case BinaryOp::kNotEqual:
+      return RunBinary<bool, T>(stream, indexer, out, lhs, rhs, NotEqualFn{});
+    case BinaryOp::kLess:
+      return RunBinary<bool, T>(stream, indexer, out, lhs, rhs, LessFn{});
+    case BinaryOp::kLessEqual:
+      return RunBinary<bool, T>(stream, indexer, out, lhs, rhs, LessEqualFn{});
+    case BinaryOp::kGreater:
+      return RunBinary<bool, T>(stream, indexer, out, lhs, rhs, GreaterFn{});
+    case BinaryOp::kGreaterEqual:
+      return RunBinary<bool, T>(stream, indexer, out, lhs, rhs,
+                                GreaterEqualFn{});
+    case BinaryOp::kLogicalAnd:
+    case BinaryOp::kLogicalOr:
+      break;
+  }
+  KINDLING_CHECK(false, "cuda binary op %d: not defined for dtype %s",
+                 static_cast<int>(op), std::string(DTypeName(lhs.dtype())));
+}
+
+}  // namespace
+
+void BinaryKernel(cudaStream_t stream, BinaryOp op, const TensorBase& out,
+                  const TensorBase& lhs, const TensorBase& rhs) {
+  const StridedIndexer<3> indexer = IndexerOf<3>({&out, &lhs, &rhs});
+  if (lhs.dtype() == DType::kBool) {
+    switch (op) {
+      case BinaryOp::kLogicalAnd:
+        return RunBinary<bool, bool>(stream, indexer, out, lhs, rhs,
+                                     LogicalAndFn{});
+      case BinaryOp::kLogicalOr:
+        return RunBinary<bool, bool>(stream, indexer, out, lhs, rhs,
+                                     LogicalOrFn{});
+      case BinaryOp::kEqual:
+        return RunBinary<bool, bool>(stream, indexer, out, lhs, rhs,
+                                     EqualFn{});
+      case BinaryOp::kNotEqual:
+        return RunBinary<bool, bool>(stream, indexer, out, lhs, rhs,
+                                     NotEqualFn{});
+      default:
+        KINDLING_CHECK(false, "cuda binary op %d: not defined for bool",
+                       static_cast<int>(op));
+    }
+  }
+  DispatchNumeric(lhs.dtype(), "binary", [&]<class T>() {
+    BinaryTyped<T>(stream, op, indexer, out, lhs, rhs);
+  });
+}
+
+namespace {
+
+template <class U>
+struct WhereOp {
+  U* out;
+  const bool* condition;
+  const U* on_true;
+  const U* on_false;
+  __device__ void operator()(const int64_t* offset) const {
+    out[offset[0]] =
+        condition[offset[1]] ? on_true[offset[2]] : on_false[offset[3]];
+  }
+};
+
+}  // namespace
+
+void WhereKernel(cudaStream_t stream, const TensorBase& out,
+                 const TensorBase& condition, const TensorBase& on_true,
+                 const TensorBase& on_false) {
+  const StridedIndexer<4> indexer =
+      IndexerOf<4>({&out, &condition, &on_true, &on_false});
+  DispatchBySize(out.element_size(), [&]<class U>() {
+    LaunchStrided(stream, indexer,
+                  WhereOp<U>{out.data_as<U>(), condition.data_as<const bool>(),
+                             on_true.data_as<const U>(),
+                             on_false.data_as<const U>()});
+  });
+}
+
+}  // namespace kindling::cuda

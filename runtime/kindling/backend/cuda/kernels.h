@@ -1,0 +1,98 @@
+// The CUDA kernels behind CudaBackend, one host function per Backend method
+// (contracts in kindling/tensor/backend.h). Each enqueues its work on
+// `stream` and returns without synchronizing, except AbsPowerSum, which
+// returns a host value. The caller (cuda_backend.cc) has made the tensors'
+// device current.
+#ifndef KINDLING_BACKEND_CUDA_KERNELS_H_
+#define KINDLING_BACKEND_CUDA_KERNELS_H_
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstdint>
+
+#include "kindling/backend/cuda/strided_index.h"
+#include "kindling/core/check.h"
+#include "kindling/tensor/backend.h"
+#include "kindling/tensor/tensor_base.h"
+
+namespace kindling::cuda {
+
+// IndexerOf() describes N tensors of operands[0]'s shape by element strides.
+template <int N>
+StridedIndexer<N> IndexerOf(const std::array<const TensorBase*, N>& operands) {
+  const Shape& shape = operands[0]->shape();
+  KINDLING_CHECK(shape.rank() <= kMaxCudaRank, "cuda: rank %d above %d",
+                 shape.rank(), kMaxCudaRank);
+  int64_t dims[kMaxCudaRank];
+  int64_t stride_rows[N][kMaxCudaRank];
+  const int64_t* stride_pointers[N];
+  for (int axis = 0; axis < shape.rank(); ++axis) dims[axis] = shape[axis];
+  for (int k = 0; k < N; ++k) {
+    for (int axis = 0; axis < shape.rank(); ++axis) {
+      stride_rows[k][axis] = operands[k]->strides()[axis];
+    }
+    stride_pointers[k] = stride_rows[k];
+  }
+  return MakeStridedIndexer<N>(shape.rank(), dims, stride_pointers);
+}
+
+// elementwise.cu
+void CopyKernel(cudaStream_t stream, const TensorBase& out,
+                const TensorBase& in);
+void FillKernel(cudaStream_t stream, const TensorBase& out, double value);
+void UnaryKernel(cudaStream_t stream, UnaryOp op, const TensorBase& out,
+                 const TensorBase& in, double arg0, double arg1);
+void BinaryKernel(cudaStream_t stream, BinaryOp op, const TensorBase& out,
+                  const TensorBase& lhs, const TensorBase& rhs);
+void WhereKernel(cudaStream_t stream, const TensorBase& out,
+                 const TensorBase& condition, const TensorBase& on_true,
+                 const TensorBase& on_false);
+
+// reduce.cu
+void ReduceKernel(cudaStream_t stream, ReduceOp op, const TensorBase& out,
+                  const TensorBase& in, int axis);
+
+// softmax.cu
+void SoftmaxKernel(cudaStream_t stream, const TensorBase& out,
+                   const TensorBase& in, int axis, bool log);
+
+// matmul.cc (cuBLAS) and matmul_int.cu (integer dtypes).
+void MatmulKernel(int device_index, cudaStream_t stream, const TensorBase& out,
+                  const TensorBase& lhs, const TensorBase& rhs);
+void IntegerMatmulKernel(cudaStream_t stream, const TensorBase& out,
+                         const TensorBase& lhs, const TensorBase& rhs);
+
+// index.cu
+void IndexSelectKernel(cudaStream_t stream, const TensorBase& out,
+                       const TensorBase& in, int axis,
+                       const TensorBase& index);
+void GatherKernel(cudaStream_t stream, const TensorBase& out,
+                  const TensorBase& in, int axis, const TensorBase& index);
+void ScatterAddKernel(cudaStream_t stream, const TensorBase& out, int axis,
+                      const TensorBase& index, const TensorBase& src);
+
+// random.cu
+void FillRandomKernel(cudaStream_t stream, const TensorBase& out,
+                      RandomDistribution distribution, uint64_t seed,
+                      uint64_t offset, double a, double b);
+void DropoutKernel(cudaStream_t stream, const TensorBase& out,
+                   const TensorBase& in, double prob, uint64_t seed,
+                   uint64_t offset);
+
+// optimizer.cu
+void SgdUpdateKernel(cudaStream_t stream, const TensorBase& param,
+                     const TensorBase& grad, const TensorBase& momentum_buffer,
+                     const Backend::SgdUpdateScalars& scalars);
+void AdamUpdateKernel(cudaStream_t stream, const TensorBase& param,
+                      const TensorBase& grad, const TensorBase& exp_avg,
+                      const TensorBase& exp_avg_sq,
+                      const TensorBase& max_exp_avg_sq,
+                      const Backend::AdamUpdateScalars& scalars);
+double AbsPowerSumKernel(cudaStream_t stream, const TensorBase& in, double p);
+void ScaleClampKernel(cudaStream_t stream, const TensorBase& inout,
+                      double scale, double max_abs);
+
+}  // namespace kindling::cuda
+
+#endif  // KINDLING_BACKEND_CUDA_KERNELS_H_
