@@ -28,8 +28,8 @@ inline constexpr bool kIsHalfType =
 
 // kIsFloating<T>: the four floating storage types.
 template <class T>
-inline constexpr bool kIsFloating = std::is_floating_point_v<T> ||
-                                    kIsHalfType<T>;
+inline constexpr bool kIsFloating =
+    std::is_floating_point_v<T> || kIsHalfType<T>;
 
 // Bit casts between floats and integers of one width.
 KINDLING_HOST_DEVICE inline uint32_t FloatBits(float value) {

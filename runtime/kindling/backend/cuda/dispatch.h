@@ -99,7 +99,8 @@ void DispatchBySize(size_t element_size, F&& f) {
     default:
       break;
   }
-  KINDLING_CHECK(false, "cuda: element size %d", static_cast<int>(element_size));
+  KINDLING_CHECK(false, "cuda: element size %d",
+                 static_cast<int>(element_size));
 }
 
 }  // namespace kindling::cuda

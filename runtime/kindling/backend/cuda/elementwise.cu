@@ -70,9 +70,9 @@ void CopyKernel(cudaStream_t stream, const TensorBase& out,
   }
   DispatchDType(out.dtype(), [&]<class To>() {
     DispatchDType(in.dtype(), [&]<class From>() {
-      LaunchStrided(stream, indexer, ConvertOp<To, From>{
-                                         out.data_as<To>(),
-                                         in.data_as<const From>()});
+      LaunchStrided(
+          stream, indexer,
+          ConvertOp<To, From>{out.data_as<To>(), in.data_as<const From>()});
     });
   });
 }
@@ -450,10 +450,10 @@ template <class TOut, class T, class F>
 void RunBinary(cudaStream_t stream, const StridedIndexer<3>& indexer,
                const TensorBase& out, const TensorBase& lhs,
                const TensorBase& rhs, F f) {
-  LaunchStrided(stream, indexer,
-                BinaryApplyOp<TOut, T, F>{out.data_as<TOut>(),
-                                          lhs.data_as<const T>(),
-                                          rhs.data_as<const T>(), f});
+  LaunchStrided(
+      stream, indexer,
+      BinaryApplyOp<TOut, T, F>{out.data_as<TOut>(), lhs.data_as<const T>(),
+                                rhs.data_as<const T>(), f});
 }
 
 template <class T>
@@ -510,8 +510,7 @@ void BinaryKernel(cudaStream_t stream, BinaryOp op, const TensorBase& out,
         return RunBinary<bool, bool>(stream, indexer, out, lhs, rhs,
                                      LogicalOrFn{});
       case BinaryOp::kEqual:
-        return RunBinary<bool, bool>(stream, indexer, out, lhs, rhs,
-                                     EqualFn{});
+        return RunBinary<bool, bool>(stream, indexer, out, lhs, rhs, EqualFn{});
       case BinaryOp::kNotEqual:
         return RunBinary<bool, bool>(stream, indexer, out, lhs, rhs,
                                      NotEqualFn{});
@@ -547,10 +546,10 @@ void WhereKernel(cudaStream_t stream, const TensorBase& out,
   const StridedIndexer<4> indexer =
       IndexerOf<4>({&out, &condition, &on_true, &on_false});
   DispatchBySize(out.element_size(), [&]<class U>() {
-    LaunchStrided(stream, indexer,
-                  WhereOp<U>{out.data_as<U>(), condition.data_as<const bool>(),
-                             on_true.data_as<const U>(),
-                             on_false.data_as<const U>()});
+    LaunchStrided(
+        stream, indexer,
+        WhereOp<U>{out.data_as<U>(), condition.data_as<const bool>(),
+                   on_true.data_as<const U>(), on_false.data_as<const U>()});
   });
 }
 

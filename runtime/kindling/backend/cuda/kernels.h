@@ -65,8 +65,7 @@ void IntegerMatmulKernel(cudaStream_t stream, const TensorBase& out,
 
 // index.cu
 void IndexSelectKernel(cudaStream_t stream, const TensorBase& out,
-                       const TensorBase& in, int axis,
-                       const TensorBase& index);
+                       const TensorBase& in, int axis, const TensorBase& index);
 void GatherKernel(cudaStream_t stream, const TensorBase& out,
                   const TensorBase& in, int axis, const TensorBase& index);
 void ScatterAddKernel(cudaStream_t stream, const TensorBase& out, int axis,

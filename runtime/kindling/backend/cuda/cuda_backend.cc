@@ -1,0 +1,159 @@
+#include "kindling/backend/cuda/cuda_backend.h"
+
+#include <cuda_runtime.h>
+
+#include "kindling/backend/cuda/cuda_context.h"
+#include "kindling/backend/cuda/kernels.h"
+#include "kindling/core/check.h"
+#include "kindling/tensor/tensor_base.h"
+
+namespace kindling::cuda {
+namespace {
+
+// OnDevice: the device of `tensor` made current for one backend call, and
+// its current stream.
+class OnDevice {
+ public:
+  explicit OnDevice(const TensorBase& tensor)
+      : index_(CheckedIndex(tensor)),
+        guard_(index_),
+        stream_(CurrentCudaStream(index_)) {}
+  int index() const { return index_; }
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  static int CheckedIndex(const TensorBase& tensor) {
+    KINDLING_CHECK(tensor.device().type() == DeviceKind::kCuda,
+                   "cuda backend: tensor %s is not on a cuda device",
+                   tensor.ToString());
+    return tensor.device().index();
+  }
+  int index_;
+  CudaDeviceGuard guard_;
+  cudaStream_t stream_;
+};
+
+}  // namespace
+
+void CudaBackend::Copy(const TensorBase& out, const TensorBase& in) {
+  const OnDevice on(out);
+  CopyKernel(on.stream(), out, in);
+}
+
+void CudaBackend::Fill(const TensorBase& out, double value) {
+  const OnDevice on(out);
+  FillKernel(on.stream(), out, value);
+}
+
+void CudaBackend::Unary(UnaryOp op, const TensorBase& out, const TensorBase& in,
+                        double arg0, double arg1) {
+  const OnDevice on(out);
+  UnaryKernel(on.stream(), op, out, in, arg0, arg1);
+}
+
+void CudaBackend::Binary(BinaryOp op, const TensorBase& out,
+                         const TensorBase& lhs, const TensorBase& rhs) {
+  const OnDevice on(out);
+  BinaryKernel(on.stream(), op, out, lhs, rhs);
+}
+
+void CudaBackend::Where(const TensorBase& out, const TensorBase& condition,
+                        const TensorBase& on_true, const TensorBase& on_false) {
+  const OnDevice on(out);
+  WhereKernel(on.stream(), out, condition, on_true, on_false);
+}
+
+void CudaBackend::Reduce(ReduceOp op, const TensorBase& out,
+                         const TensorBase& in, int axis) {
+  const OnDevice on(out);
+  ReduceKernel(on.stream(), op, out, in, axis);
+}
+
+void CudaBackend::Softmax(const TensorBase& out, const TensorBase& in, int axis,
+                          bool log) {
+  const OnDevice on(out);
+  SoftmaxKernel(on.stream(), out, in, axis, log);
+}
+
+void CudaBackend::Matmul(const TensorBase& out, const TensorBase& lhs,
+                         const TensorBase& rhs) {
+  const OnDevice on(out);
+  MatmulKernel(on.index(), on.stream(), out, lhs, rhs);
+}
+
+void CudaBackend::IndexSelect(const TensorBase& out, const TensorBase& in,
+                              int axis, const TensorBase& index) {
+  const OnDevice on(out);
+  IndexSelectKernel(on.stream(), out, in, axis, index);
+}
+
+void CudaBackend::Gather(const TensorBase& out, const TensorBase& in, int axis,
+                         const TensorBase& index) {
+  const OnDevice on(out);
+  GatherKernel(on.stream(), out, in, axis, index);
+}
+
+void CudaBackend::FillRandom(const TensorBase& out,
+                             RandomDistribution distribution, uint64_t seed,
+                             uint64_t offset, double a, double b) {
+  const OnDevice on(out);
+  FillRandomKernel(on.stream(), out, distribution, seed, offset, a, b);
+}
+
+void CudaBackend::Dropout(const TensorBase& out, const TensorBase& in,
+                          double prob, uint64_t seed, uint64_t offset) {
+  const OnDevice on(out);
+  DropoutKernel(on.stream(), out, in, prob, seed, offset);
+}
+
+void CudaBackend::SgdUpdate(const TensorBase& param, const TensorBase& grad,
+                            const TensorBase& momentum_buffer,
+                            const SgdUpdateScalars& scalars) {
+  const OnDevice on(param);
+  SgdUpdateKernel(on.stream(), param, grad, momentum_buffer, scalars);
+}
+
+void CudaBackend::AdamUpdate(const TensorBase& param, const TensorBase& grad,
+                             const TensorBase& exp_avg,
+                             const TensorBase& exp_avg_sq,
+                             const TensorBase& max_exp_avg_sq,
+                             const AdamUpdateScalars& scalars) {
+  const OnDevice on(param);
+  AdamUpdateKernel(on.stream(), param, grad, exp_avg, exp_avg_sq,
+                   max_exp_avg_sq, scalars);
+}
+
+double CudaBackend::AbsPowerSum(const TensorBase& in, double p) {
+  const OnDevice on(in);
+  return AbsPowerSumKernel(on.stream(), in, p);
+}
+
+void CudaBackend::ScaleClamp(const TensorBase& inout, double scale,
+                             double max_abs) {
+  const OnDevice on(inout);
+  ScaleClampKernel(on.stream(), inout, scale, max_abs);
+}
+
+void CudaBackend::ScatterAdd(const TensorBase& out, int axis,
+                             const TensorBase& index, const TensorBase& src) {
+  const OnDevice on(out);
+  ScatterAddKernel(on.stream(), out, axis, index, src);
+}
+
+void RegisterCudaBackend() {
+  static CudaBackend* const backend = new CudaBackend();
+  RegisterBackend(DeviceKind::kCuda, backend);
+}
+
+namespace {
+
+// Registers the backend before main() in every program that links this
+// library (alwayslink keeps this object file in the link). Registration
+// touches no CUDA API, so it is safe on machines without a GPU.
+const bool kRegistered = [] {
+  RegisterCudaBackend();
+  return true;
+}();
+
+}  // namespace
+}  // namespace kindling::cuda

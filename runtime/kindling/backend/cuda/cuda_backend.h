@@ -1,0 +1,70 @@
+// CudaBackend: the kernel table for DeviceKind::kCuda.
+//
+// Linking //runtime/kindling/backend/cuda:cuda registers it (a static
+// initializer in an alwayslink library). Every method sets the tensors'
+// device current (CudaDeviceGuard) and enqueues its kernels on that device's
+// current stream (CurrentCudaStream) without synchronizing; only
+// AbsPowerSum, which returns a host value, waits for its stream. Matmul goes
+// through cuBLAS (one handle per device); f32 GEMMs use TF32 tensor cores
+// only after SetCudaMatmulAllowTf32(true).
+#ifndef KINDLING_BACKEND_CUDA_CUDA_BACKEND_H_
+#define KINDLING_BACKEND_CUDA_CUDA_BACKEND_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "kindling/tensor/backend.h"
+
+namespace kindling::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cuda"; }
+  void Copy(const TensorBase& out, const TensorBase& in) override;
+  void Fill(const TensorBase& out, double value) override;
+  void Unary(UnaryOp op, const TensorBase& out, const TensorBase& in,
+             double arg0, double arg1) override;
+  void Binary(BinaryOp op, const TensorBase& out, const TensorBase& lhs,
+              const TensorBase& rhs) override;
+  void Where(const TensorBase& out, const TensorBase& condition,
+             const TensorBase& on_true, const TensorBase& on_false) override;
+  void Reduce(ReduceOp op, const TensorBase& out, const TensorBase& in,
+              int axis) override;
+  void Softmax(const TensorBase& out, const TensorBase& in, int axis,
+               bool log) override;
+  void Matmul(const TensorBase& out, const TensorBase& lhs,
+              const TensorBase& rhs) override;
+  void IndexSelect(const TensorBase& out, const TensorBase& in, int axis,
+                   const TensorBase& index) override;
+  void Gather(const TensorBase& out, const TensorBase& in, int axis,
+              const TensorBase& index) override;
+  void FillRandom(const TensorBase& out, RandomDistribution distribution,
+                  uint64_t seed, uint64_t offset, double a, double b) override;
+  void Dropout(const TensorBase& out, const TensorBase& in, double prob,
+               uint64_t seed, uint64_t offset) override;
+  void SgdUpdate(const TensorBase& param, const TensorBase& grad,
+                 const TensorBase& momentum_buffer,
+                 const SgdUpdateScalars& scalars) override;
+  void AdamUpdate(const TensorBase& param, const TensorBase& grad,
+                  const TensorBase& exp_avg, const TensorBase& exp_avg_sq,
+                  const TensorBase& max_exp_avg_sq,
+                  const AdamUpdateScalars& scalars) override;
+  double AbsPowerSum(const TensorBase& in, double p) override;
+  void ScaleClamp(const TensorBase& inout, double scale,
+                  double max_abs) override;
+  void ScatterAdd(const TensorBase& out, int axis, const TensorBase& index,
+                  const TensorBase& src) override;
+};
+
+// RegisterCudaBackend() registers CudaBackend for DeviceKind::kCuda
+// (idempotent; the static initializer calls it).
+void RegisterCudaBackend();
+
+// SetCudaMatmulAllowTf32(): whether f32 matmuls may use TF32 tensor cores
+// (about 10 mantissa bits per product; off by default, process-wide).
+void SetCudaMatmulAllowTf32(bool allow);
+bool CudaMatmulAllowsTf32();
+
+}  // namespace kindling::cuda
+
+#endif  // KINDLING_BACKEND_CUDA_CUDA_BACKEND_H_

@@ -1,0 +1,163 @@
+// Index kernels on CUDA: index_select (embedding lookup), gather, and
+// scatter_add (the gradient of both).
+//
+// Each is one element-wise launch over the output's shape (scatter_add:
+// over src's) with three operands: the data tensor's strides with `axis`
+// zeroed, so its offset points at the start of the line, plus the index
+// tensor's offset; the index entry times the data's axis stride completes
+// the address. Inputs may be any strided view, indices i64 or i32 and in
+// range (the front end checks; nothing here synchronizes with the host).
+// index_select and gather move elements by size, so they serve every dtype;
+// scatter_add accumulates with atomicAdd (f32, f64), so repeated indices sum
+// in an unspecified order (within rounding of the CPU's sequential sum).
+#include <cstdint>
+
+#include "kindling/backend/cuda/cuda_check.h"
+#include "kindling/backend/cuda/dispatch.h"
+#include "kindling/backend/cuda/kernels.h"
+#include "kindling/backend/cuda/launch.cuh"
+
+namespace kindling::cuda {
+namespace {
+
+// OperandStrides: per-operand element strides over one shape.
+template <int N>
+struct OperandStrides {
+  int64_t rows[N][kMaxCudaRank] = {};
+};
+
+template <int N>
+StridedIndexer<N> IndexerFor(const Shape& shape,
+                             const OperandStrides<N>& strides) {
+  KINDLING_CHECK(shape.rank() <= kMaxCudaRank, "cuda: rank %d above %d",
+                 shape.rank(), kMaxCudaRank);
+  const int64_t* pointers[N];
+  for (int k = 0; k < N; ++k) pointers[k] = strides.rows[k];
+  return MakeStridedIndexer<N>(shape.rank(), shape.data(), pointers);
+}
+
+// Copies `tensor`'s strides into row `k`, with `axis` zeroed when asked.
+template <int N>
+void SetStrides(OperandStrides<N>& strides, int k, const TensorBase& tensor,
+                int zero_axis) {
+  for (int i = 0; i < tensor.rank(); ++i) {
+    strides.rows[k][i] = i == zero_axis ? 0 : tensor.strides()[i];
+  }
+}
+
+// out[o0] = in[o1 + index[o2] * axis_stride].
+template <class U, class I>
+struct PickOp {
+  U* out;
+  const U* in;
+  const I* index;
+  int64_t axis_stride;
+  __device__ void operator()(const int64_t* offset) const {
+    const int64_t entry = static_cast<int64_t>(index[offset[2]]);
+    out[offset[0]] = in[offset[1] + entry * axis_stride];
+  }
+};
+
+template <class I>
+void LaunchPick(cudaStream_t stream, const StridedIndexer<3>& indexer,
+                const TensorBase& out, const TensorBase& in,
+                const TensorBase& index, int axis) {
+  DispatchBySize(out.element_size(), [&]<class U>() {
+    LaunchStrided(stream, indexer,
+                  PickOp<U, I>{out.data_as<U>(), in.data_as<const U>(),
+                               index.data_as<const I>(), in.strides()[axis]});
+  });
+}
+
+void Pick(cudaStream_t stream, const StridedIndexer<3>& indexer,
+          const TensorBase& out, const TensorBase& in, const TensorBase& index,
+          int axis) {
+  if (index.dtype() == DType::kI64) {
+    LaunchPick<int64_t>(stream, indexer, out, in, index, axis);
+  } else {
+    KINDLING_CHECK(index.dtype() == DType::kI32,
+                   "cuda index op: index dtype %s (i64 or i32 expected)",
+                   std::string(DTypeName(index.dtype())));
+    LaunchPick<int32_t>(stream, indexer, out, in, index, axis);
+  }
+}
+
+}  // namespace
+
+void IndexSelectKernel(cudaStream_t stream, const TensorBase& out,
+                       const TensorBase& in, int axis,
+                       const TensorBase& index) {
+  OperandStrides<3> strides;
+  SetStrides(strides, 0, out, -1);
+  SetStrides(strides, 1, in, axis);
+  strides.rows[2][axis] = index.strides()[0];  // 1-D index along `axis`
+  Pick(stream, IndexerFor(out.shape(), strides), out, in, index, axis);
+}
+
+void GatherKernel(cudaStream_t stream, const TensorBase& out,
+                  const TensorBase& in, int axis, const TensorBase& index) {
+  OperandStrides<3> strides;
+  SetStrides(strides, 0, out, -1);
+  SetStrides(strides, 1, in, axis);
+  SetStrides(strides, 2, index, -1);
+  Pick(stream, IndexerFor(out.shape(), strides), out, in, index, axis);
+}
+
+namespace {
+
+// out[o2 + index[o1] * axis_stride] += src[o0].
+template <class T, class I>
+struct ScatterAddOp {
+  T* out;
+  const T* src;
+  const I* index;
+  int64_t axis_stride;
+  __device__ void operator()(const int64_t* offset) const {
+    const int64_t entry = static_cast<int64_t>(index[offset[1]]);
+    atomicAdd(out + offset[2] + entry * axis_stride, src[offset[0]]);
+  }
+};
+
+template <class T>
+void LaunchScatterAdd(cudaStream_t stream, const StridedIndexer<3>& indexer,
+                      const TensorBase& out, int axis, const TensorBase& index,
+                      const TensorBase& src) {
+  const int64_t axis_stride = out.strides()[axis];
+  if (index.dtype() == DType::kI64) {
+    LaunchStrided(
+        stream, indexer,
+        ScatterAddOp<T, int64_t>{out.data_as<T>(), src.data_as<const T>(),
+                                 index.data_as<const int64_t>(), axis_stride});
+    return;
+  }
+  KINDLING_CHECK(index.dtype() == DType::kI32,
+                 "cuda scatter_add: index dtype %s (i64 or i32 expected)",
+                 std::string(DTypeName(index.dtype())));
+  LaunchStrided(
+      stream, indexer,
+      ScatterAddOp<T, int32_t>{out.data_as<T>(), src.data_as<const T>(),
+                               index.data_as<const int32_t>(), axis_stride});
+}
+
+}  // namespace
+
+void ScatterAddKernel(cudaStream_t stream, const TensorBase& out, int axis,
+                      const TensorBase& index, const TensorBase& src) {
+  OperandStrides<3> strides;
+  SetStrides(strides, 0, src, -1);
+  SetStrides(strides, 1, index, -1);
+  SetStrides(strides, 2, out, axis);
+  const StridedIndexer<3> indexer = IndexerFor(src.shape(), strides);
+  switch (out.dtype()) {
+    case DType::kF32:
+      return LaunchScatterAdd<float>(stream, indexer, out, axis, index, src);
+    case DType::kF64:
+      return LaunchScatterAdd<double>(stream, indexer, out, axis, index, src);
+    default:
+      break;
+  }
+  KINDLING_CHECK(false, "cuda scatter_add: dtype %s not supported",
+                 std::string(DTypeName(out.dtype())));
+}
+
+}  // namespace kindling::cuda
