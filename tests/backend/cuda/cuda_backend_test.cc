@@ -1,0 +1,692 @@
+// Every CudaBackend kernel against the CPU backend on the same inputs.
+//
+// Each case builds its inputs from fixed seeds on the host, runs the same
+// Backend call on cpu and on cuda:0, and compares the results: bit for bit
+// where the contract is exact (copies and conversions, fills, index moves,
+// Philox fills and dropout masks, integer arithmetic), within a per-dtype
+// tolerance elsewhere. Needs a GPU: without one every test skips saying so.
+#include "kindling/backend/cuda/cuda_backend.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kindling/backend/cuda/cuda_context.h"
+#include "kindling/tensor/backend.h"
+#include "kindling/tensor/device.h"
+#include "kindling/tensor/tensor_base.h"
+
+namespace kindling {
+namespace {
+
+const Device kCpu = Device::Cpu();
+const Device kGpu = Device::Cuda(0);
+
+class CudaBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda::CudaDeviceCount() == 0) {
+      GTEST_SKIP() << "no CUDA device visible: the CUDA kernels were not run";
+    }
+  }
+};
+
+// Input(): a tensor of `shape` with values from `seed` (uniform in [low,
+// high), rounded to integers for integer dtypes), on `device`.
+TensorBase Input(const Shape& shape, DType dtype, uint32_t seed,
+                 const Device& device, double low = -2, double high = 2) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> uniform(low, high);
+  std::vector<double> values(shape.num_elements());
+  const bool integer =
+      dtype == DType::kI64 || dtype == DType::kI32 || dtype == DType::kU8;
+  for (double& value : values) {
+    value = integer ? std::floor(uniform(rng)) : uniform(rng);
+  }
+  if (dtype == DType::kBool) {
+    for (double& value : values) value = value > 0 ? 1 : 0;
+  }
+  const TensorBase f64 =
+      TensorBase::FromHost(values.data(), shape, DType::kF64, kCpu);
+  return f64.To(dtype).ToDevice(device);
+}
+
+// Bytes() is the row-major bytes of `tensor`, read back to the host.
+std::vector<uint8_t> Bytes(const TensorBase& tensor) {
+  std::vector<uint8_t> bytes(tensor.numel() * tensor.element_size());
+  tensor.ToDevice(kCpu).CopyToHost(bytes.data());
+  return bytes;
+}
+
+// Doubles() is `tensor`'s values as f64 on the host (converted on the CPU).
+std::vector<double> Doubles(const TensorBase& tensor) {
+  std::vector<double> values(tensor.numel());
+  tensor.ToDevice(kCpu).To(DType::kF64).CopyToHost(values.data());
+  return values;
+}
+
+struct Tolerance {
+  double rtol;
+  double atol;
+};
+
+Tolerance ToleranceOf(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return {2e-5, 1e-6};
+    case DType::kF64:
+      return {1e-12, 1e-14};
+    case DType::kF16:
+      return {2e-3, 1e-3};
+    case DType::kBF16:
+      return {1.6e-2, 1e-2};
+    default:
+      return {0, 0};
+  }
+}
+
+void ExpectClose(const TensorBase& cpu, const TensorBase& gpu, Tolerance tol,
+                 const std::string& what) {
+  ASSERT_EQ(cpu.shape(), gpu.shape()) << what;
+  ASSERT_EQ(cpu.dtype(), gpu.dtype()) << what;
+  ASSERT_EQ(kGpu, gpu.device()) << what;
+  const std::vector<double> a = Doubles(cpu);
+  const std::vector<double> b = Doubles(gpu);
+  int failures = 0;
+  for (size_t i = 0; i < a.size() && failures < 5; ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    if (a[i] == b[i]) continue;
+    const double limit = tol.atol + tol.rtol * std::fabs(a[i]);
+    if (!(std::fabs(a[i] - b[i]) <= limit)) {
+      ADD_FAILURE() << what << ": element " << i << " cpu " << a[i] << " cuda "
+                    << b[i];
+      ++failures;
+    }
+  }
+}
+
+void ExpectBitEqual(const TensorBase& cpu, const TensorBase& gpu,
+                    const std::string& what) {
+  ASSERT_EQ(cpu.shape(), gpu.shape()) << what;
+  ASSERT_EQ(cpu.dtype(), gpu.dtype()) << what;
+  const std::vector<uint8_t> a = Bytes(cpu);
+  const std::vector<uint8_t> b = Bytes(gpu);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) {
+      ADD_FAILURE() << what << ": byte " << i << " of element "
+                    << i / cpu.element_size() << " differs";
+      return;
+    }
+  }
+}
+
+// Both() runs `compute` on each device and returns (cpu, gpu) results.
+using Compute = std::function<TensorBase(const Device&)>;
+std::pair<TensorBase, TensorBase> Both(const Compute& compute) {
+  return {compute(kCpu), compute(kGpu)};
+}
+
+std::string Name(DType dtype) { return std::string(DTypeName(dtype)); }
+
+TEST(CudaBackendRegistrationTest, RegisteredByLinking) {
+  ASSERT_TRUE(HasBackend(DeviceKind::kCuda));
+  EXPECT_EQ("cuda", GetBackend(kGpu).name());
+  EXPECT_FALSE(cuda::CudaMatmulAllowsTf32());
+}
+
+const DType kAllDTypes[] = {DType::kF32, DType::kF16, DType::kBF16,
+                            DType::kF64, DType::kI64, DType::kI32,
+                            DType::kU8,  DType::kBool};
+
+TEST_F(CudaBackendTest, CopyConvertsEveryDTypePairThroughStridedViews) {
+  for (DType from : kAllDTypes) {
+    for (DType to : kAllDTypes) {
+      auto [cpu, gpu] = Both([&](const Device& device) {
+        // Values beyond every integer range, fractions and signs.
+        const TensorBase in =
+            Input({37, 9}, from, 3, device, -1e5, 1e5).Transpose(0, 1);
+        const TensorBase out = TensorBase::Empty(in.shape(), to, device);
+        GetBackend(device).Copy(out, in);
+        return out;
+      });
+      ExpectBitEqual(cpu, gpu, "copy " + Name(from) + " -> " + Name(to));
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, CopyConvertsNonFiniteAndWritesStridedOutputs) {
+  const double specials[] = {std::numeric_limits<double>::quiet_NaN(),
+                             std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(),
+                             65520.0,
+                             1e-30,
+                             -0.0,
+                             3.5,
+                             2.5e10};
+  for (DType to : kAllDTypes) {
+    auto [cpu, gpu] = Both([&](const Device& device) {
+      const TensorBase in =
+          TensorBase::FromHost(specials, {8}, DType::kF64, kCpu)
+              .ToDevice(device);
+      const TensorBase out = TensorBase::Empty({3, 8}, to, device);
+      GetBackend(device).Fill(out, 0);
+      GetBackend(device).Copy(out.Narrow(0, 1, 1).Squeeze(0), in);
+      return out;
+    });
+    ExpectBitEqual(cpu, gpu, "special copy -> " + Name(to));
+  }
+}
+
+TEST_F(CudaBackendTest, FillWritesEveryDTypeThroughAStridedView) {
+  for (DType dtype : kAllDTypes) {
+    auto [cpu, gpu] = Both([&](const Device& device) {
+      const TensorBase out = TensorBase::Empty({6, 10}, dtype, device);
+      GetBackend(device).Fill(out, 1);
+      GetBackend(device).Fill(out.Slice(1, 1, 10, 3), -3.75);
+      return out;
+    });
+    ExpectBitEqual(cpu, gpu, "fill " + Name(dtype));
+  }
+}
+
+TEST_F(CudaBackendTest, UnaryOpsMatchOnFloatsAndIntegers) {
+  const UnaryOp float_ops[] = {
+      UnaryOp::kNeg,  UnaryOp::kAbs,  UnaryOp::kExp,  UnaryOp::kLog,
+      UnaryOp::kSqrt, UnaryOp::kRelu, UnaryOp::kGelu, UnaryOp::kSigmoid,
+      UnaryOp::kTanh, UnaryOp::kClamp};
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    for (UnaryOp op : float_ops) {
+      const bool positive = op == UnaryOp::kLog || op == UnaryOp::kSqrt;
+      auto [cpu, gpu] = Both([&](const Device& device) {
+        const TensorBase in =
+            Input({70, 33}, dtype, 5, device, positive ? 0.01 : -6, 6)
+                .Transpose(0, 1);
+        const TensorBase out = TensorBase::Empty(in.shape(), dtype, device);
+        GetBackend(device).Unary(op, out, in, -0.5, 1.25);
+        return out;
+      });
+      ExpectClose(
+          cpu, gpu, ToleranceOf(dtype),
+          "unary " + std::to_string(static_cast<int>(op)) + " " + Name(dtype));
+    }
+  }
+  for (DType dtype : {DType::kI64, DType::kI32, DType::kU8}) {
+    for (UnaryOp op :
+         {UnaryOp::kNeg, UnaryOp::kAbs, UnaryOp::kRelu, UnaryOp::kClamp}) {
+      auto [cpu, gpu] = Both([&](const Device& device) {
+        const TensorBase in = Input({40, 17}, dtype, 6, device, -100, 100);
+        const TensorBase out = TensorBase::Empty(in.shape(), dtype, device);
+        GetBackend(device).Unary(op, out, in, -7, 20);
+        return out;
+      });
+      ExpectBitEqual(
+          cpu, gpu,
+          "unary " + std::to_string(static_cast<int>(op)) + " " + Name(dtype));
+    }
+  }
+  auto [cpu, gpu] = Both([&](const Device& device) {
+    const TensorBase in = Input({100}, DType::kBool, 8, device);
+    const TensorBase out = TensorBase::Empty(in.shape(), DType::kBool, device);
+    GetBackend(device).Unary(UnaryOp::kLogicalNot, out, in, 0, 0);
+    return out;
+  });
+  ExpectBitEqual(cpu, gpu, "logical_not");
+}
+
+TEST_F(CudaBackendTest, BinaryOpsBroadcastAndWorkInPlace) {
+  const BinaryOp ops[] = {
+      BinaryOp::kAdd,         BinaryOp::kSub,       BinaryOp::kMul,
+      BinaryOp::kDiv,         BinaryOp::kPow,       BinaryOp::kMaximum,
+      BinaryOp::kMinimum,     BinaryOp::kEqual,     BinaryOp::kNotEqual,
+      BinaryOp::kLess,        BinaryOp::kLessEqual, BinaryOp::kGreater,
+      BinaryOp::kGreaterEqual};
+  for (DType dtype :
+       {DType::kF32, DType::kF64, DType::kI64, DType::kI32, DType::kU8}) {
+    const bool integer = dtype != DType::kF32 && dtype != DType::kF64;
+    for (BinaryOp op : ops) {
+      const bool power = op == BinaryOp::kPow;
+      for (bool in_place : {false, true}) {
+        auto [cpu, gpu] = Both([&](const Device& device) {
+          // lhs [33, 20] transposed; rhs a [20, 1] column broadcast.
+          TensorBase lhs = Input({33, 20}, dtype, 9, device, power ? 0.5 : -50,
+                                 power ? 3 : 50)
+                               .Transpose(0, 1);
+          const TensorBase rhs =
+              Input({20, 1}, dtype, 10, device, power ? 0 : -50, power ? 4 : 50)
+                  .Expand({20, 33});
+          const DType out_dtype = IsComparison(op) ? DType::kBool : dtype;
+          if (in_place && !IsComparison(op)) {
+            lhs = lhs.Contiguous();
+            GetBackend(device).Binary(op, lhs, lhs, rhs);
+            return lhs;
+          }
+          const TensorBase out =
+              TensorBase::Empty(lhs.shape(), out_dtype, device);
+          GetBackend(device).Binary(op, out, lhs, rhs);
+          return out;
+        });
+        const std::string what = "binary " +
+                                 std::to_string(static_cast<int>(op)) + " " +
+                                 Name(dtype) + (in_place ? " in place" : "");
+        if (integer || IsComparison(op)) {
+          ExpectBitEqual(cpu, gpu, what);
+        } else {
+          ExpectClose(cpu, gpu, ToleranceOf(dtype), what);
+        }
+      }
+    }
+  }
+  for (BinaryOp op : {BinaryOp::kLogicalAnd, BinaryOp::kLogicalOr,
+                      BinaryOp::kEqual, BinaryOp::kNotEqual}) {
+    auto [cpu, gpu] = Both([&](const Device& device) {
+      const TensorBase lhs = Input({50}, DType::kBool, 11, device);
+      const TensorBase rhs = Input({50}, DType::kBool, 12, device);
+      const TensorBase out = TensorBase::Empty({50}, DType::kBool, device);
+      GetBackend(device).Binary(op, out, lhs, rhs);
+      return out;
+    });
+    ExpectBitEqual(cpu, gpu, "bool binary");
+  }
+}
+
+TEST_F(CudaBackendTest, WhereBroadcastsEveryOperand) {
+  for (DType dtype : kAllDTypes) {
+    auto [cpu, gpu] = Both([&](const Device& device) {
+      const TensorBase condition =
+          Input({1, 30}, DType::kBool, 13, device).Expand({12, 30});
+      const TensorBase on_true = Input({12, 30}, dtype, 14, device, -9, 9);
+      const TensorBase on_false =
+          Input({30, 12}, dtype, 15, device, -9, 9).Transpose(0, 1);
+      const TensorBase out = TensorBase::Empty({12, 30}, dtype, device);
+      GetBackend(device).Where(out, condition, on_true, on_false);
+      return out;
+    });
+    ExpectBitEqual(cpu, gpu, "where " + Name(dtype));
+  }
+}
+
+TEST_F(CudaBackendTest, ReductionsMatchAlongEveryAxis) {
+  const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kMean,   ReduceOp::kMax,
+                          ReduceOp::kMin, ReduceOp::kArgMax, ReduceOp::kArgMin};
+  for (DType dtype : {DType::kF32, DType::kF64, DType::kI64, DType::kI32}) {
+    for (ReduceOp op : ops) {
+      for (int axis = 0; axis < 3; ++axis) {
+        for (bool transposed : {false, true}) {
+          auto [cpu, gpu] = Both([&](const Device& device) {
+            // Integer-valued inputs in a small range make ties for argmax.
+            TensorBase in = Input({7, 300, 5}, dtype, 16, device, -20, 20);
+            if (transposed)
+              in = in.Transpose(0, 2).Contiguous().Transpose(0, 2);
+            Shape out_shape = in.shape();
+            out_shape[axis] = 1;
+            const bool arg = op == ReduceOp::kArgMax || op == ReduceOp::kArgMin;
+            const TensorBase out =
+                TensorBase::Empty(out_shape, arg ? DType::kI64 : dtype, device);
+            GetBackend(device).Reduce(op, out, in, axis);
+            return out;
+          });
+          const std::string what =
+              "reduce " + std::to_string(static_cast<int>(op)) + " " +
+              Name(dtype) + " axis " + std::to_string(axis) +
+              (transposed ? " transposed" : "");
+          ExpectClose(cpu, gpu, ToleranceOf(cpu.dtype()), what);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, LongRowReductionsAndNaNs) {
+  for (ReduceOp op :
+       {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kArgMax, ReduceOp::kArgMin}) {
+    auto [cpu, gpu] = Both([&](const Device& device) {
+      TensorBase in = Input({3, 100003}, DType::kF32, 17, device);
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      // A NaN in row 1 at two places: the first one wins.
+      const TensorBase nans =
+          TensorBase::FromHost(&nan, {}, DType::kF32, kCpu).ToDevice(device);
+      GetBackend(device).Copy(
+          in.Narrow(0, 1, 1).Narrow(1, 777, 1).Squeeze(0).Squeeze(0), nans);
+      GetBackend(device).Copy(
+          in.Narrow(0, 1, 1).Narrow(1, 9999, 1).Squeeze(0).Squeeze(0), nans);
+      const bool arg = op == ReduceOp::kArgMax || op == ReduceOp::kArgMin;
+      const TensorBase out =
+          TensorBase::Empty({3, 1}, arg ? DType::kI64 : DType::kF32, device);
+      GetBackend(device).Reduce(op, out, in, 1);
+      return out;
+    });
+    ExpectClose(cpu, gpu, {1e-6, 1e-4}, "long row reduce");
+  }
+}
+
+TEST_F(CudaBackendTest, HalfReductionsAccumulateInFloat) {
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    // The CPU computes 16-bit reductions in f32: compare with that.
+    const TensorBase in_cpu = Input({64, 4000}, dtype, 18, kCpu);
+    const TensorBase widened = in_cpu.To(DType::kF32);
+    const TensorBase expected = TensorBase::Empty({64, 1}, DType::kF32, kCpu);
+    GetBackend(kCpu).Reduce(ReduceOp::kSum, expected, widened, 1);
+    const TensorBase in_gpu = in_cpu.ToDevice(kGpu);
+    const TensorBase out = TensorBase::Empty({64, 1}, dtype, kGpu);
+    GetBackend(kGpu).Reduce(ReduceOp::kSum, out, in_gpu, 1);
+    ExpectClose(expected.To(dtype), out, ToleranceOf(dtype), "half sum");
+  }
+}
+
+TEST_F(CudaBackendTest, SoftmaxAndLogSoftmaxAlongLastAndMiddleAxes) {
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    for (bool log : {false, true}) {
+      for (const Shape& shape :
+           {Shape{64, 5000}, Shape{300, 10}, Shape{6, 70, 9}}) {
+        for (int axis = 0; axis < shape.rank(); ++axis) {
+          auto [cpu, gpu] = Both([&](const Device& device) {
+            const TensorBase in = Input(shape, dtype, 19, device, -30, 30);
+            const TensorBase out = TensorBase::Empty(shape, dtype, device);
+            GetBackend(device).Softmax(out, in, axis, log);
+            return out;
+          });
+          ExpectClose(cpu, gpu, {1e-5, 1e-6},
+                      "softmax " + Name(dtype) + " " + shape.ToString() +
+                          " axis " + std::to_string(axis));
+        }
+      }
+    }
+  }
+  // A row of -inf stays finite (max treated as 0).
+  auto [cpu, gpu] = Both([&](const Device& device) {
+    const double values[] = {-INFINITY, -INFINITY, -INFINITY, 1, 2, 3};
+    const TensorBase in =
+        TensorBase::FromHost(values, {2, 3}, DType::kF64, kCpu)
+            .To(DType::kF32)
+            .ToDevice(device);
+    const TensorBase out = TensorBase::Empty({2, 3}, DType::kF32, device);
+    GetBackend(device).Softmax(out, in, 1, false);
+    return out;
+  });
+  ExpectClose(cpu, gpu, {1e-6, 1e-7}, "softmax of -inf");
+}
+
+struct MatmulCase {
+  std::string name;
+  std::function<TensorBase(const Device&)> lhs;
+  std::function<TensorBase(const Device&)> rhs;
+};
+
+TEST_F(CudaBackendTest, MatmulMatchesForEveryLayout) {
+  const DType f32 = DType::kF32;
+  const std::vector<MatmulCase> cases = {
+      {"plain",
+       [&](const Device& d) {
+         return Input({33, 47}, f32, 1, d);
+       },
+       [&](const Device& d) {
+         return Input({47, 29}, f32, 2, d);
+       }},
+      {"transposed lhs",
+       [&](const Device& d) {
+         return Input({47, 33}, f32, 1, d).Transpose(0, 1);
+       },
+       [&](const Device& d) {
+         return Input({47, 29}, f32, 2, d);
+       }},
+      {"transposed rhs",
+       [&](const Device& d) {
+         return Input({33, 47}, f32, 1, d);
+       },
+       [&](const Device& d) {
+         return Input({29, 47}, f32, 2, d).Transpose(0, 1);
+       }},
+      {"sliced (not GEMM-compatible)",
+       [&](const Device& d) {
+         return Input({33, 94}, f32, 1, d).Slice(1, 0, 94, 2);
+       },
+       [&](const Device& d) {
+         return Input({47, 58}, f32, 2, d).Slice(1, 1, 58, 2);
+       }},
+      {"linear layer (shared rhs)",
+       [&](const Device& d) {
+         return Input({4, 33, 47}, f32, 1, d);
+       },
+       [&](const Device& d) {
+         return Input({47, 29}, f32, 2, d).Unsqueeze(0).Expand({4, 47, 29});
+       }},
+      {"batched",
+       [&](const Device& d) {
+         return Input({3, 2, 33, 47}, f32, 1, d);
+       },
+       [&](const Device& d) {
+         return Input({3, 2, 29, 47}, f32, 2, d).Transpose(2, 3);
+       }},
+      {"batch broadcast that does not collapse",
+       [&](const Device& d) {
+         return Input({3, 1, 33, 47}, f32, 1, d).Expand({3, 2, 33, 47});
+       },
+       [&](const Device& d) {
+         return Input({3, 2, 47, 29}, f32, 2, d);
+       }},
+      {"vector",
+       [&](const Device& d) {
+         return Input({1, 47}, f32, 1, d);
+       },
+       [&](const Device& d) {
+         return Input({47, 1}, f32, 2, d);
+       }},
+  };
+  for (DType dtype : {DType::kF32, DType::kF64, DType::kI64, DType::kI32}) {
+    for (const MatmulCase& c : cases) {
+      auto [cpu, gpu] = Both([&](const Device& device) {
+        const TensorBase lhs = c.lhs(device).To(dtype);
+        const TensorBase rhs = c.rhs(device).To(dtype);
+        Shape out_shape = lhs.shape();
+        out_shape[out_shape.rank() - 1] = rhs.shape()[rhs.rank() - 1];
+        const TensorBase out = TensorBase::Empty(out_shape, dtype, device);
+        GetBackend(device).Matmul(out, lhs, rhs);
+        return out;
+      });
+      ExpectClose(cpu, gpu, {dtype == DType::kF32 ? 1e-4 : 1e-11, 1e-5},
+                  "matmul " + c.name + " " + Name(dtype));
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, HalfMatmulAccumulatesInFloat) {
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    const TensorBase lhs = Input({64, 256}, dtype, 20, kCpu, -1, 1);
+    const TensorBase rhs = Input({256, 48}, dtype, 21, kCpu, -1, 1);
+    const TensorBase expected = TensorBase::Empty({64, 48}, DType::kF32, kCpu);
+    GetBackend(kCpu).Matmul(expected, lhs.To(DType::kF32), rhs.To(DType::kF32));
+    const TensorBase out = TensorBase::Empty({64, 48}, dtype, kGpu);
+    GetBackend(kGpu).Matmul(out, lhs.ToDevice(kGpu), rhs.ToDevice(kGpu));
+    ExpectClose(expected.To(dtype), out, {2 * ToleranceOf(dtype).rtol, 0.05},
+                "half matmul " + Name(dtype));
+  }
+}
+
+TEST_F(CudaBackendTest, MatmulWithEmptyInnerDimWritesZeros) {
+  const TensorBase lhs = TensorBase::Empty({3, 0}, DType::kF32, kGpu);
+  const TensorBase rhs = TensorBase::Empty({0, 4}, DType::kF32, kGpu);
+  const TensorBase out = TensorBase::Empty({3, 4}, DType::kF32, kGpu);
+  GetBackend(kGpu).Fill(out, 7);
+  GetBackend(kGpu).Matmul(out, lhs, rhs);
+  EXPECT_EQ(std::vector<double>(12, 0.0), Doubles(out));
+}
+
+TensorBase Indices(const std::vector<int64_t>& values, const Shape& shape,
+                   DType dtype, const Device& device) {
+  return TensorBase::FromHost(values.data(), shape, DType::kI64, kCpu)
+      .To(dtype)
+      .ToDevice(device);
+}
+
+TEST_F(CudaBackendTest, IndexSelectGatherAndScatterAdd) {
+  for (DType index_dtype : {DType::kI64, DType::kI32}) {
+    for (DType dtype :
+         {DType::kF32, DType::kF64, DType::kF16, DType::kI64, DType::kU8}) {
+      auto [cpu, gpu] = Both([&](const Device& device) {
+        const TensorBase in = Input({9, 6, 5}, dtype, 22, device, -50, 50)
+                                  .Transpose(0, 2);  // [5, 6, 9]
+        const TensorBase index =
+            Indices({5, 0, 5, 8, 1, 2, 2}, {7}, index_dtype, device);
+        const TensorBase out = TensorBase::Empty({5, 6, 7}, dtype, device);
+        GetBackend(device).IndexSelect(out, in, 2, index);
+        return out;
+      });
+      ExpectBitEqual(cpu, gpu, "index_select " + Name(dtype));
+    }
+    std::vector<int64_t> picks(4 * 3 * 6);
+    std::mt19937 rng(23);
+    for (int64_t& pick : picks) pick = rng() % 8;
+    auto [cpu, gpu] = Both([&](const Device& device) {
+      const TensorBase in = Input({4, 8, 6}, DType::kF32, 24, device);
+      const TensorBase index = Indices(picks, {4, 3, 6}, index_dtype, device);
+      const TensorBase out = TensorBase::Empty({4, 3, 6}, DType::kF32, device);
+      GetBackend(device).Gather(out, in, 1, index);
+      return out;
+    });
+    ExpectBitEqual(cpu, gpu, "gather");
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      auto [cpu_sum, gpu_sum] = Both([&](const Device& device) {
+        const TensorBase src =
+            Input({6, 3, 4}, dtype, 25, device).Transpose(0, 2);  // [4, 3, 6]
+        const TensorBase index = Indices(picks, {4, 3, 6}, index_dtype, device);
+        const TensorBase out = Input({4, 8, 6}, dtype, 26, device);
+        GetBackend(device).ScatterAdd(out, 1, index, src);
+        return out;
+      });
+      ExpectClose(cpu_sum, gpu_sum, ToleranceOf(dtype), "scatter_add");
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, PhiloxFillsAreBitIdenticalToTheCpu) {
+  const DType dtypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16};
+  const RandomDistribution distributions[] = {RandomDistribution::kUniform,
+                                              RandomDistribution::kNormal,
+                                              RandomDistribution::kBernoulli};
+  for (DType dtype : dtypes) {
+    for (RandomDistribution distribution : distributions) {
+      for (int64_t count : {1, 7, 4099, 300001}) {
+        auto [cpu, gpu] = Both([&](const Device& device) {
+          const TensorBase out = TensorBase::Empty({count}, dtype, device);
+          const double a =
+              distribution == RandomDistribution::kBernoulli ? 0.3 : -1.5;
+          const double b =
+              distribution == RandomDistribution::kBernoulli ? 1 / 0.7 : 2.5;
+          GetBackend(device).FillRandom(out, distribution, 0x123456789abcdefull,
+                                        0xfffffffffffffff0ull, a, b);
+          return out;
+        });
+        const std::string what =
+            "fill_random " + Name(dtype) + " dist " +
+            std::to_string(static_cast<int>(distribution)) + " n " +
+            std::to_string(count);
+        if (dtype == DType::kF64 &&
+            distribution == RandomDistribution::kNormal) {
+          // libm and CUDA may round log/sin/cos differently in the last bit.
+          ExpectClose(cpu, gpu, {1e-14, 1e-15}, what);
+        } else {
+          ExpectBitEqual(cpu, gpu, what);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, DropoutIsBitIdenticalOnStridedInputs) {
+  for (DType dtype : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}) {
+    auto [cpu, gpu] = Both([&](const Device& device) {
+      const TensorBase in = Input({301, 17}, dtype, 27, device).Transpose(0, 1);
+      const TensorBase out = TensorBase::Empty(in.shape(), dtype, device);
+      GetBackend(device).Dropout(out, in, 0.25, 42, 1000);
+      return out;
+    });
+    ExpectBitEqual(cpu, gpu, "dropout " + Name(dtype));
+  }
+}
+
+TEST_F(CudaBackendTest, SgdAndAdamStepsMatchTheCpu) {
+  for (DType dtype : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      auto [cpu, gpu] = Both([&](const Device& device) {
+        const Shape shape{1000, 7};
+        const TensorBase param = Input(shape, dtype, 28, device);
+        const TensorBase m = Input(shape, dtype, 29, device, 0, 0.1);
+        const TensorBase v = Input(shape, dtype, 30, device, 0, 0.1);
+        const TensorBase max_v = Input(shape, dtype, 31, device, 0, 0.1);
+        for (int step = 1; step <= 3; ++step) {
+          const TensorBase grad = Input(shape, dtype, 40 + step, device);
+          if (variant < 2) {
+            Backend::SgdUpdateScalars s;
+            s.lr = 0.1;
+            s.momentum = 0.9;
+            s.dampening = 0.1;
+            s.weight_decay = 0.01;
+            s.nesterov = variant == 1;
+            s.first_step = step == 1;
+            GetBackend(device).SgdUpdate(param, grad, m, s);
+          } else {
+            Backend::AdamUpdateScalars s;
+            s.lr = 0.01;
+            s.beta1 = 0.9;
+            s.beta2 = 0.999;
+            s.eps = 1e-8;
+            s.weight_decay = 0.05;
+            s.decoupled_weight_decay = variant == 3;
+            s.amsgrad = variant == 3;
+            s.step_size = s.lr / (1 - std::pow(s.beta1, step));
+            s.bias_correction2_sqrt = std::sqrt(1 - std::pow(s.beta2, step));
+            GetBackend(device).AdamUpdate(param, grad, m, v, max_v, s);
+          }
+        }
+        return param;
+      });
+      ExpectClose(
+          cpu, gpu, ToleranceOf(dtype),
+          "optimizer variant " + std::to_string(variant) + " " + Name(dtype));
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, AbsPowerSumAndScaleClamp) {
+  for (DType dtype : {DType::kF32, DType::kF64, DType::kF16}) {
+    for (double p : {1.0, 2.0, 3.0, INFINITY}) {
+      const TensorBase cpu = Input({123457}, dtype, 50, kCpu);
+      const double expected = GetBackend(kCpu).AbsPowerSum(cpu, p);
+      const double actual = GetBackend(kGpu).AbsPowerSum(cpu.ToDevice(kGpu), p);
+      EXPECT_NEAR(expected, actual, 1e-9 * std::fabs(expected))
+          << Name(dtype) << " p " << p;
+    }
+    auto [cpu, gpu] = Both([&](const Device& device) {
+      const TensorBase inout = Input({10007}, dtype, 51, device);
+      GetBackend(device).ScaleClamp(inout, 0.75, 1.0);
+      return inout;
+    });
+    ExpectClose(cpu, gpu, ToleranceOf(dtype), "scale_clamp " + Name(dtype));
+  }
+}
+
+TEST_F(CudaBackendTest, EmptyTensorsLaunchNothing) {
+  const TensorBase empty = TensorBase::Empty({0, 5}, DType::kF32, kGpu);
+  const TensorBase out = TensorBase::Empty({0, 5}, DType::kF32, kGpu);
+  Backend& gpu = GetBackend(kGpu);
+  gpu.Fill(out, 1);
+  gpu.Copy(out, empty);
+  gpu.Unary(UnaryOp::kExp, out, empty, 0, 0);
+  gpu.Binary(BinaryOp::kAdd, out, empty, empty);
+  gpu.Softmax(out, empty, 1, false);
+  gpu.FillRandom(out, RandomDistribution::kNormal, 1, 0, 0, 1);
+  const TensorBase sums = TensorBase::Empty({1, 5}, DType::kF32, kGpu);
+  gpu.Reduce(ReduceOp::kSum, sums, empty, 0);
+  EXPECT_EQ(std::vector<double>(5, 0.0), Doubles(sums));
+  EXPECT_EQ(0.0, gpu.AbsPowerSum(empty, 2));
+}
+
+}  // namespace
+}  // namespace kindling
