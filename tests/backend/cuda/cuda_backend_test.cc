@@ -656,7 +656,7 @@ TEST_F(CudaBackendTest, SgdAndAdamStepsMatchTheCpu) {
 
 TEST_F(CudaBackendTest, AbsPowerSumAndScaleClamp) {
   for (DType dtype : {DType::kF32, DType::kF64, DType::kF16}) {
-    for (double p : {1.0, 2.0, 3.0, INFINITY}) {
+    for (double p : {1.0, 2.0, 3.0, std::numeric_limits<double>::infinity()}) {
       const TensorBase cpu = Input({123457}, dtype, 50, kCpu);
       const double expected = GetBackend(kCpu).AbsPowerSum(cpu, p);
       const double actual = GetBackend(kGpu).AbsPowerSum(cpu.ToDevice(kGpu), p);

@@ -1,6 +1,6 @@
 // Element-wise CUDA kernels: copy/convert, fill, unary, binary, where.
 //
-// Each is one grid-stride launch over the output's shape (launch.cuh) with
+// Each is one grid-stride launch over the output's shape (launch.h) with
 // the operands' strides in a StridedIndexer, so broadcast (zero-stride) and
 // transposed inputs need no copies. Results match the CPU backend's rules
 // (element conversions from device_element.h, wrapping integer arithmetic,
@@ -13,7 +13,7 @@
 #include "kindling/backend/cuda/device_element.h"
 #include "kindling/backend/cuda/dispatch.h"
 #include "kindling/backend/cuda/kernels.h"
-#include "kindling/backend/cuda/launch.cuh"
+#include "kindling/backend/cuda/launch.h"
 #include "kindling/core/check.h"
 
 namespace kindling::cuda {

@@ -15,7 +15,7 @@
 #include "kindling/backend/cuda/cuda_check.h"
 #include "kindling/backend/cuda/dispatch.h"
 #include "kindling/backend/cuda/kernels.h"
-#include "kindling/backend/cuda/launch.cuh"
+#include "kindling/backend/cuda/launch.h"
 
 namespace kindling::cuda {
 namespace {

@@ -13,8 +13,8 @@
 #include "kindling/backend/cuda/device_element.h"
 #include "kindling/backend/cuda/dispatch.h"
 #include "kindling/backend/cuda/kernels.h"
-#include "kindling/backend/cuda/launch.cuh"
-#include "kindling/backend/cuda/lines.cuh"
+#include "kindling/backend/cuda/launch.h"
+#include "kindling/backend/cuda/lines.h"
 
 namespace kindling::cuda {
 namespace {

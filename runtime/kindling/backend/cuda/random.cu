@@ -19,7 +19,7 @@
 #include "kindling/backend/cuda/device_element.h"
 #include "kindling/backend/cuda/dispatch.h"
 #include "kindling/backend/cuda/kernels.h"
-#include "kindling/backend/cuda/launch.cuh"
+#include "kindling/backend/cuda/launch.h"
 #include "kindling/tensor/box_muller.h"
 #include "kindling/tensor/philox.h"
 

@@ -1,6 +1,6 @@
 // Reductions along one axis on CUDA: sum, mean, max, min, argmax, argmin.
 //
-// The input may be any strided view (no contiguous copy); lines.cuh maps
+// The input may be any strided view (no contiguous copy); lines.h maps
 // each output element to its line. Sums accumulate in double for f32/f64
 // (as the CPU backend does), in f32 for f16/bf16, wrapping for integers;
 // max/min give NaN when the line holds one; argmax/argmin give the first
@@ -12,8 +12,8 @@
 #include "kindling/backend/cuda/device_element.h"
 #include "kindling/backend/cuda/dispatch.h"
 #include "kindling/backend/cuda/kernels.h"
-#include "kindling/backend/cuda/launch.cuh"
-#include "kindling/backend/cuda/lines.cuh"
+#include "kindling/backend/cuda/launch.h"
+#include "kindling/backend/cuda/lines.h"
 
 namespace kindling::cuda {
 namespace {

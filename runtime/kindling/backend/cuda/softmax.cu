@@ -6,7 +6,7 @@
 // log_softmax (x - max) - log(sum) rounded once. A line goes to a block
 // (the common last-axis case, reads coalesced) or to a thread (many lines
 // down a non-unit-stride axis, neighbouring threads reading neighbouring
-// columns); see lines.cuh. The input may be any strided view.
+// columns); see lines.h. The input may be any strided view.
 #include <cstdint>
 #include <type_traits>
 
@@ -14,8 +14,8 @@
 #include "kindling/backend/cuda/device_element.h"
 #include "kindling/backend/cuda/dispatch.h"
 #include "kindling/backend/cuda/kernels.h"
-#include "kindling/backend/cuda/launch.cuh"
-#include "kindling/backend/cuda/lines.cuh"
+#include "kindling/backend/cuda/launch.h"
+#include "kindling/backend/cuda/lines.h"
 
 namespace kindling::cuda {
 namespace {

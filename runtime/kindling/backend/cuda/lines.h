@@ -8,8 +8,12 @@
 // states through shared memory) or, when lines are many and the axis is not
 // the input's unit-stride one, a line to each thread so that neighbouring
 // threads read neighbouring columns.
-#ifndef KINDLING_BACKEND_CUDA_LINES_CUH_
-#define KINDLING_BACKEND_CUDA_LINES_CUH_
+#ifndef KINDLING_BACKEND_CUDA_LINES_H_
+#define KINDLING_BACKEND_CUDA_LINES_H_
+
+#if !defined(__CUDACC__)
+#error "device code: include this header from .cu files only"
+#endif
 
 #include <cstdint>
 #include <type_traits>
@@ -79,4 +83,4 @@ __device__ State BlockReduce(State state, State* scratch,
 
 }  // namespace kindling::cuda
 
-#endif  // KINDLING_BACKEND_CUDA_LINES_CUH_
+#endif  // KINDLING_BACKEND_CUDA_LINES_H_

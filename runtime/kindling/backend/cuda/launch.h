@@ -2,8 +2,12 @@
 // file shares. `op(offsets)` runs once per element of the indexer's shape
 // with each operand's element offset; ops are small structs holding typed
 // pointers and scalars, passed to the kernel by value.
-#ifndef KINDLING_BACKEND_CUDA_LAUNCH_CUH_
-#define KINDLING_BACKEND_CUDA_LAUNCH_CUH_
+#ifndef KINDLING_BACKEND_CUDA_LAUNCH_H_
+#define KINDLING_BACKEND_CUDA_LAUNCH_H_
+
+#if !defined(__CUDACC__)
+#error "device code: include this header from .cu files only"
+#endif
 
 #include <cuda_runtime.h>
 
@@ -61,4 +65,4 @@ void LaunchContiguous(cudaStream_t stream, int64_t count, const Op& op) {
 
 }  // namespace kindling::cuda
 
-#endif  // KINDLING_BACKEND_CUDA_LAUNCH_CUH_
+#endif  // KINDLING_BACKEND_CUDA_LAUNCH_H_
