@@ -421,9 +421,11 @@ TensorBase TensorBase::To(DType dtype) const {
 
 TensorBase TensorBase::ToDevice(const Device& device) const {
   if (device == this->device()) return *this;
-  std::vector<char> host(numel() * element_size());
-  CopyToHost(host.data());
-  TensorBase result = FromHost(host.data(), shape_, dtype_, device);
+  // One direct copy of the contiguous bytes: host <-> device, or peer.
+  const TensorBase source = is_contiguous() ? *this : Detach().Contiguous();
+  TensorBase result = Empty(shape_, dtype_, device);
+  CopyBetweenDevices(device, result.data(), source.device(), source.data(),
+                     numel() * element_size());
   // A leaf moves as a leaf (a Param's value on its new device keeps the
   // Param's id); a result records the move, whose gradient moves back.
   if (is_leaf()) return result.WithAutogradMeta(autograd_);

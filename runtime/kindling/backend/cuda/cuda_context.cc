@@ -1,0 +1,136 @@
+#include "kindling/backend/cuda/cuda_context.h"
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "kindling/backend/cuda/cuda_check.h"
+#include "kindling/core/check.h"
+
+namespace kindling::cuda {
+namespace {
+
+// Device indices beyond this abort; MemoryStats has the same bound.
+constexpr int kMaxDevices = 64;
+
+// The handles a thread holds, one per device; they go back to the pool when
+// the thread exits instead of being destroyed (see the header).
+struct CublasPool {
+  std::mutex mutex;
+  std::array<std::vector<cublasHandle_t>, kMaxDevices> free_handles;
+};
+
+CublasPool& TheCublasPool() {
+  static CublasPool* pool = new CublasPool;
+  return *pool;
+}
+
+struct ThreadCublasHandles {
+  std::array<cublasHandle_t, kMaxDevices> handles{};
+  ~ThreadCublasHandles() {
+    CublasPool& pool = TheCublasPool();
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    for (int index = 0; index < kMaxDevices; ++index) {
+      if (handles[index] != nullptr) {
+        pool.free_handles[index].push_back(handles[index]);
+      }
+    }
+  }
+};
+
+thread_local ThreadCublasHandles thread_cublas_handles;
+thread_local std::array<cudaStream_t, kMaxDevices> thread_streams{};
+
+}  // namespace
+
+int CudaDeviceCount() {
+  static const int count = [] {
+    int devices = 0;
+    const cudaError_t error = cudaGetDeviceCount(&devices);
+    if (error != cudaSuccess) {
+      // No driver or no device: clear the error so later calls don't see it.
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return devices < kMaxDevices ? devices : kMaxDevices;
+  }();
+  return count;
+}
+
+void CheckCudaDeviceIndex(int index) {
+  const int count = CudaDeviceCount();
+  KINDLING_CHECK(index >= 0 && index < count,
+                 "cuda:%d does not exist: %d CUDA device(s) visible", index,
+                 count);
+}
+
+CudaDeviceGuard::CudaDeviceGuard(int index) : previous_(-1), current_(index) {
+  CheckCudaDeviceIndex(index);
+  KINDLING_CUDA_CHECK(cudaGetDevice(&previous_));
+  if (previous_ != index) KINDLING_CUDA_CHECK(cudaSetDevice(index));
+}
+
+CudaDeviceGuard::~CudaDeviceGuard() {
+  if (previous_ != current_) KINDLING_CUDA_CHECK(cudaSetDevice(previous_));
+}
+
+cudaStream_t DefaultCudaStream(int index) {
+  CheckCudaDeviceIndex(index);
+  static std::array<std::once_flag, kMaxDevices> created;
+  static std::array<cudaStream_t, kMaxDevices> streams{};
+  std::call_once(created[index], [index] {
+    CudaDeviceGuard guard(index);
+    KINDLING_CUDA_CHECK(
+        cudaStreamCreateWithFlags(&streams[index], cudaStreamNonBlocking));
+  });
+  return streams[index];
+}
+
+cudaStream_t CurrentCudaStream(int index) {
+  CheckCudaDeviceIndex(index);
+  cudaStream_t stream = thread_streams[index];
+  return stream != nullptr ? stream : DefaultCudaStream(index);
+}
+
+void SetCurrentCudaStream(int index, cudaStream_t stream) {
+  CheckCudaDeviceIndex(index);
+  thread_streams[index] = stream;
+}
+
+CudaStreamGuard::CudaStreamGuard(int index, cudaStream_t stream)
+    : index_(index) {
+  CheckCudaDeviceIndex(index);
+  previous_ = thread_streams[index];
+  thread_streams[index] = stream;
+}
+
+CudaStreamGuard::~CudaStreamGuard() { thread_streams[index_] = previous_; }
+
+cublasHandle_t CublasHandle(int index) {
+  CheckCudaDeviceIndex(index);
+  cublasHandle_t& handle = thread_cublas_handles.handles[index];
+  if (handle == nullptr) {
+    CublasPool& pool = TheCublasPool();
+    {
+      std::lock_guard<std::mutex> lock(pool.mutex);
+      if (!pool.free_handles[index].empty()) {
+        handle = pool.free_handles[index].back();
+        pool.free_handles[index].pop_back();
+      }
+    }
+    if (handle == nullptr) {
+      CudaDeviceGuard guard(index);
+      KINDLING_CUBLAS_CHECK(cublasCreate(&handle));
+    }
+  }
+  KINDLING_CUBLAS_CHECK(cublasSetStream(handle, CurrentCudaStream(index)));
+  return handle;
+}
+
+absl::Status SynchronizeCudaDevice(int index) {
+  CudaDeviceGuard guard(index);
+  return CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+}  // namespace kindling::cuda

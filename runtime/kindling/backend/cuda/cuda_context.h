@@ -1,0 +1,101 @@
+// The CUDA execution context: devices, the current stream, cuBLAS handles.
+//
+// Kindling's execution model on a GPU. Every op enqueues work on the current
+// stream of its device and returns without waiting; results are ordered on
+// that stream, so a chain of ops on one thread needs no synchronization.
+// The host waits only where it needs bytes (a copy to host memory) or asks
+// to (DeviceMemory::Synchronize), and that is where asynchronous errors
+// surface as a Status (cuda_check.h).
+//
+//   * The current stream is per device and per thread. By default it is one
+//     non-blocking stream per device shared by every thread (created on first
+//     use, never destroyed), so ops from different threads on one device are
+//     ordered with each other, like a single queue; SetCurrentCudaStream() or a
+//     CudaStreamGuard gives a thread a stream of its own. Non-blocking: the
+//     legacy default stream (0) never implicitly serializes with it.
+//   * CudaDeviceGuard sets the calling thread's current device for a scope
+//     and restores the previous one; every entry point that touches a device
+//     sets it first, so callers never need cudaSetDevice.
+//   * CublasHandle() gives a cuBLAS handle for a device bound to the current
+//     stream. Handles are per thread (a cuBLAS handle bound to a stream must
+//     not be shared by threads using different streams) and recycled through a
+//     per-device pool when a thread exits, so there are at most as many as
+//     threads that ever used cuBLAS at the same time.
+//
+// Nothing here is ever destroyed: streams, handles and pools live until the
+// process exits, because destroying them from static destructors can run
+// after the CUDA runtime has shut down.
+//
+// Thread safety: every function may be called from any thread.
+#ifndef KINDLING_BACKEND_CUDA_CUDA_CONTEXT_H_
+#define KINDLING_BACKEND_CUDA_CUDA_CONTEXT_H_
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "absl/status/status.h"
+
+namespace kindling::cuda {
+
+// CudaDeviceCount() is the number of visible CUDA devices: 0, without
+// aborting, when there is no driver or no device. Queried once per process.
+int CudaDeviceCount();
+
+// CheckCudaDeviceIndex() aborts, naming the index and the device count,
+// unless 0 <= index < CudaDeviceCount().
+void CheckCudaDeviceIndex(int index);
+
+// CudaDeviceGuard makes `index` the current device of this thread for its
+// lifetime and then restores the previous one.
+class CudaDeviceGuard {
+ public:
+  explicit CudaDeviceGuard(int index);
+  CudaDeviceGuard(const CudaDeviceGuard&) = delete;
+  CudaDeviceGuard& operator=(const CudaDeviceGuard&) = delete;
+  ~CudaDeviceGuard();
+
+ private:
+  int previous_;
+  int current_;
+};
+
+// DefaultCudaStream() is the process-wide non-blocking stream of device
+// `index`, created on first use.
+cudaStream_t DefaultCudaStream(int index);
+
+// CurrentCudaStream() is this thread's current stream on device `index`:
+// DefaultCudaStream(index) unless SetCurrentCudaStream() chose another.
+cudaStream_t CurrentCudaStream(int index);
+
+// SetCurrentCudaStream() makes `stream` (created on device `index`, owned by
+// the caller, alive while current) this thread's current stream on `index`;
+// nullptr goes back to DefaultCudaStream(index).
+void SetCurrentCudaStream(int index, cudaStream_t stream);
+
+// CudaStreamGuard sets this thread's current stream on a device for its
+// lifetime and then restores the previous one.
+class CudaStreamGuard {
+ public:
+  CudaStreamGuard(int index, cudaStream_t stream);
+  CudaStreamGuard(const CudaStreamGuard&) = delete;
+  CudaStreamGuard& operator=(const CudaStreamGuard&) = delete;
+  ~CudaStreamGuard();
+
+ private:
+  int index_;
+  cudaStream_t previous_;
+};
+
+// CublasHandle() is this thread's cuBLAS handle for device `index`, bound to
+// CurrentCudaStream(index). Call it with `index` current (CudaDeviceGuard).
+cublasHandle_t CublasHandle(int index);
+
+// SynchronizeCudaDevice() waits until all work queued on device `index`, on
+// every stream, has finished; an asynchronous error of that work comes back
+// as a Status naming cudaDeviceSynchronize and the last kernel launched on
+// this thread.
+[[nodiscard]] absl::Status SynchronizeCudaDevice(int index);
+
+}  // namespace kindling::cuda
+
+#endif  // KINDLING_BACKEND_CUDA_CUDA_CONTEXT_H_
