@@ -72,8 +72,9 @@ const std::string& CheckpointPath(kindling::Precision precision) {
     path = TempDir() + "/kindling_device_load_bench_" +
            std::string(kindling::PrecisionName(precision)) + ".safetensors";
     const Model model = MakeModel(Device::Cpu());
-    const absl::Status saved =
-        kindling::SaveModule(model, path, {.precision = precision});
+    kindling::SaveOptions options;
+    options.precision = precision;
+    const absl::Status saved = kindling::SaveModule(model, path, options);
     if (!saved.ok()) {
       std::fprintf(stderr, "device_load_bench: %s\n", saved.ToString().c_str());
       std::exit(1);

@@ -51,30 +51,10 @@ template <Module M, class DeviceT>
   return result;
 }
 
-namespace module_internal {
-
-// ForkParam() is `param` forked onto `device`. A lazy param bound for another
-// device is retargeted, so its init function runs there and nothing is
-// staged on the old device (a fork to a GPU initializes on the GPU); a lazy
-// param staying on its device is derived from the original (one init run
-// feeds both, with storage of its own); an initialized one is copied.
-template <class P, class DeviceT>
-P ForkParam(const P& param, const DeviceT& device, StateMemo* memo) {
-  if (!param.is_initialized() && !(param.lazy_device() == device)) {
-    return param.to_device(device, memo);
-  }
-  return param.fork(device, memo);
-}
-
-}  // namespace module_internal
-
 // Fork() returns an independent copy on `device` for a worker that trains on
 // its own (data parallelism): the same values, no shared storage, so in-place
-// updates to one copy never reach the other. Lazy params stay lazy: on the
-// same device they are derived from the originals (one init run feeds both);
-// bound for another device they are retargeted and initialize there, from
-// the same init function, so the values match whenever it is deterministic
-// (every Initializer's is: its seed is drawn at Init()). Tied params stay
+// updates to one copy never reach the other. Lazy params stay lazy and are
+// derived from the originals (one init run feeds both); tied params stay
 // tied.
 template <Module M, class DeviceT>
 [[nodiscard]] M Fork(const M& module, const DeviceT& device) {
@@ -82,7 +62,7 @@ template <Module M, class DeviceT>
   StateMemo memo;
   ForEachLeaf(result, [&](std::string_view, auto& leaf) {
     if constexpr (module_internal::ParamField<decltype(leaf)>) {
-      leaf = module_internal::ForkParam(leaf, device, &memo);
+      leaf = leaf.fork(device, &memo);
     } else if (leaf.is_initialized()) {
       Param detached =
           Param<std::remove_cvref_t<decltype(leaf.value())>>::Initialized(
