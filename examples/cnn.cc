@@ -5,6 +5,7 @@
 //
 //   tools/bazel run //examples:cnn
 //   tools/bazel run //examples:cnn -- --epochs=5 --threads=4
+//   tools/bazel run --config=cuda //examples:cnn -- --device=cuda
 #include <cstdio>
 
 #include "absl/flags/flag.h"
@@ -33,5 +34,9 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   kindling::train::SetCpuThreads(absl::GetFlag(FLAGS_threads));
   return examples::TrainClassifier<examples::Cnn>(
-      "cnn", [] { return examples::CnnConfig{}.Init(); }, CnnLogits);
+      "cnn",
+      [](const kindling::Device& device) {
+        return examples::CnnConfig{}.Init(device);
+      },
+      CnnLogits);
 }

@@ -3,6 +3,7 @@
 //
 //   tools/bazel run //examples:quickstart                  # full run
 //   tools/bazel run //examples:quickstart -- --max_steps=50  # a quick look
+//   tools/bazel run --config=cuda //examples:quickstart -- --device=cuda
 //
 // Part 1 shows with the CPU memory accounting that a parameter allocates
 // nothing until its value is read, and that copies share one value.
@@ -81,5 +82,7 @@ int main(int argc, char** argv) {
   LazyTour();
   std::printf("\nPart 2: ");
   return examples::TrainClassifier<examples::Mlp>(
-      "quickstart", [] { return examples::MlpConfig{}.Init(); }, MlpLogits);
+      "quickstart",
+      [](const Device& device) { return examples::MlpConfig{}.Init(device); },
+      MlpLogits);
 }

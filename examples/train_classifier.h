@@ -2,7 +2,8 @@
 // train a model on Fashion-MNIST with Adam under a cosine schedule, print
 // the test accuracy each epoch, checkpoint each epoch (Ctrl-C saves too,
 // --resume continues), reload the checkpoint lazily into a fresh model,
-// evaluate it again, and end with one summary line.
+// evaluate it again, and end with one summary line. --device picks where the
+// model and training live (cpu, cuda, cuda:N).
 #ifndef KINDLING_EXAMPLES_TRAIN_CLASSIFIER_H_
 #define KINDLING_EXAMPLES_TRAIN_CLASSIFIER_H_
 
@@ -13,11 +14,17 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "examples/train_flags.h"
 #include "kindling/data/data_loader.h"
 #include "kindling/data/mnist.h"
 #include "kindling/module/initializer.h"
 #include "kindling/optim/optimizer.h"
+#include "kindling/tensor/backend.h"
+#include "kindling/tensor/device.h"
+#include "kindling/tensor/device_memory.h"
 #include "kindling/train/checkpoint.h"
 #include "kindling/train/interrupt.h"
 #include "kindling/train/threads.h"
@@ -25,8 +32,33 @@
 
 namespace examples {
 
+// DeviceFromFlag() is --device parsed, or an error that says what to do: a
+// spelling Device::Parse() rejects, or a device whose backend this binary
+// was built without (the CUDA backend links only under --config=cuda).
+inline absl::StatusOr<kindling::Device> DeviceFromFlag(
+    const std::string& program) {
+  const std::string text = absl::GetFlag(FLAGS_device);
+  absl::StatusOr<kindling::Device> device = kindling::Device::Parse(text);
+  if (!device.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device: ", device.status().message()));
+  }
+  if (!kindling::HasBackend(device->type()) ||
+      !kindling::HasDeviceMemory(device->type())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--device=", text, ": this binary has no backend for ",
+                     device->ToString(),
+                     "; build it with --config=cuda (tools/bazel run "
+                     "--config=cuda //examples:",
+                     program, " -- --device=", text, ")"));
+  }
+  return *device;
+}
+
 // TrainClassifier() returns the process exit code: 0 when training ran and
-// the reloaded model evaluates exactly as the trained one.
+// the reloaded model evaluates exactly as the trained one. make_model(device)
+// builds a lazy model on `device` (--device), so its parameters initialize
+// there; the trainer moves each batch to it.
 template <class M, class MakeModel>
 int TrainClassifier(const std::string& name, const MakeModel& make_model,
                     typename kindling::train::Trainer<M>::ForwardFn forward) {
@@ -34,6 +66,12 @@ int TrainClassifier(const std::string& name, const MakeModel& make_model,
   namespace train = kindling::train;
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
+  const absl::StatusOr<kindling::Device> device = DeviceFromFlag(name);
+  if (!device.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(),
+                 std::string(device.status().message()).c_str());
+    return 2;
+  }
   absl::StatusOr<data::ImageDataset> train_set =
       data::LoadMnistLike(data::MnistSplit::kTrain);
   absl::StatusOr<data::ImageDataset> test_set =
@@ -46,7 +84,7 @@ int TrainClassifier(const std::string& name, const MakeModel& make_model,
   }
   const uint64_t seed = absl::GetFlag(FLAGS_seed);
   kindling::SetInitSeed(seed);
-  M model = make_model();
+  M model = make_model(*device);
   data::DataLoader loader(
       *train_set,
       {.batch_size = absl::GetFlag(FLAGS_batch_size), .seed = seed});
@@ -65,8 +103,9 @@ int TrainClassifier(const std::string& name, const MakeModel& make_model,
     const char* test_dir = std::getenv("TEST_TMPDIR");  // set by bazel test
     out_dir = std::string(test_dir ? test_dir : "/tmp") + "/kindling_" + name;
   }
-  std::printf("training on Fashion-MNIST, %d threads, checkpoints in %s\n",
-              train::CpuThreads(), out_dir.c_str());
+  std::printf(
+      "training on Fashion-MNIST on %s, %d CPU threads, checkpoints in %s\n",
+      device->ToString().c_str(), train::CpuThreads(), out_dir.c_str());
   train::InstallInterruptHandler();
   train::Trainer<M> trainer(model, *optimizer, loader, *test_set, forward,
                             {.epochs = epochs,
@@ -87,7 +126,7 @@ int TrainClassifier(const std::string& name, const MakeModel& make_model,
 
   // A fresh lazy model: no init runs, the values come from the checkpoint
   // (borrowed from the file's pages where possible).
-  M reloaded = make_model();
+  M reloaded = make_model(*device);
   absl::StatusOr<kindling::Optimizer> reloaded_optimizer =
       kindling::Optimizer::Adam({});
   absl::StatusOr<train::TrainState> state = train::LoadLatestTrainingCheckpoint(

@@ -1,5 +1,6 @@
 // The command-line flags the training examples share (train_flags.cc):
 //   --epochs --batch_size --lr --out_dir --threads --seed --resume --max_steps
+//   --device
 #ifndef KINDLING_EXAMPLES_TRAIN_FLAGS_H_
 #define KINDLING_EXAMPLES_TRAIN_FLAGS_H_
 
@@ -16,5 +17,6 @@ ABSL_DECLARE_FLAG(int, threads);
 ABSL_DECLARE_FLAG(uint64_t, seed);
 ABSL_DECLARE_FLAG(bool, resume);
 ABSL_DECLARE_FLAG(int64_t, max_steps);
+ABSL_DECLARE_FLAG(std::string, device);
 
 #endif  // KINDLING_EXAMPLES_TRAIN_FLAGS_H_

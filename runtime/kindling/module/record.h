@@ -14,11 +14,14 @@
 // LoadRecord() is all-or-nothing: it checks every entry (presence, shape,
 // container sizes) and leaves the module exactly as it was on any error,
 // listing every problem with its parameter path. Loading never runs a lazy
-// parameter's init function.
+// parameter's init function. Each value lands on the device its parameter or
+// buffer lives (or, lazy, will live) on: a record saved on the CPU loads into
+// a module on cuda:N with every value moved there.
 #ifndef KINDLING_MODULE_RECORD_H_
 #define KINDLING_MODULE_RECORD_H_
 
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <optional>
 #include <sstream>
@@ -199,6 +202,24 @@ template <class Field>
 void LoadInto(Field& field, const RecordOf<Field>& record, ParamPath& path,
               std::vector<std::string>& errors);
 
+// OnDeviceOf() is `value` on the device `leaf` (a Param or Buffer) lives or
+// will live on: a CPU record loaded into a module on cuda:N puts each value
+// on its parameter's device (before the load mapper runs), never a CPU
+// tensor inside a CUDA module. Values of types without devices pass as is.
+template <class Leaf, class T>
+T OnDeviceOf(const Leaf& leaf, const T& value) {
+  if constexpr (requires {
+                  {
+                    value.device() == leaf.lazy_device()
+                    } -> std::same_as<bool>;
+                  { value.to_device(leaf.lazy_device()) } -> std::same_as<T>;
+                }) {
+    const auto device = leaf.lazy_device();
+    if (!(value.device() == device)) return value.to_device(device);
+  }
+  return value;
+}
+
 // Loads the active alternative (same index in the module and the record).
 template <size_t I, class Variant, class RecordVariant>
 void LoadAlternative(Variant& field, const RecordVariant& record,
@@ -240,10 +261,11 @@ void LoadInto(Field& field, const RecordOf<Field>& record, ParamPath& path,
           FormatShape(expected)));
       return;
     }
+    auto value = OnDeviceOf(field, *record.value);
     if constexpr (ParamField<Field>) {
-      field = field.load(*record.value).with_id(record.id);
+      field = field.load(std::move(value)).with_id(record.id);
     } else {
-      field = field.with_value(*record.value, record.id);
+      field = field.with_value(std::move(value), record.id);
     }
   } else if constexpr (Module<Field>) {
     ModuleTraits<Field>::ForEachFieldWithRecord(

@@ -171,6 +171,14 @@ const TensorBase* Optimizer::state_tensor(ParamId id,
   return nullptr;
 }
 
+void Optimizer::FollowDevice(ParamState& state, const Device& device) {
+  for (TensorBase& tensor : state.tensors) {
+    if (tensor.defined() && tensor.device() != device) {
+      tensor = tensor.ToDevice(device);
+    }
+  }
+}
+
 absl::Status Optimizer::PrepareStep(std::vector<StepItem>& items) {
   std::vector<std::string> errors;
   absl::flat_hash_map<ParamId, size_t> first_field;
@@ -232,7 +240,10 @@ absl::Status Optimizer::PrepareStep(std::vector<StepItem>& items) {
       item.value.MakeWritable();
       item.replaced = true;
     }
-    if (states_.contains(item.id)) continue;
+    if (auto found = states_.find(item.id); found != states_.end()) {
+      FollowDevice(found->second, item.value.device());
+      continue;
+    }
     ParamState state;
     state.group = GroupOf(groups_, item.path);
     for (size_t s = 0; s < state_count; ++s) {

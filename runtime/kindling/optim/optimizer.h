@@ -20,7 +20,9 @@
 //   * skips frozen parameters (require_grad false) and those without a
 //     gradient, leaving their state untouched (PyTorch: p.grad is None);
 //   * creates a parameter's state on its first step, zero-filled, on the
-//     parameter's device with its dtype. That is the only allocation: later
+//     parameter's device with its dtype; state made on another device (the
+//     model moved since, or was loaded elsewhere) follows the parameter to
+//     its device before the update. That is the only allocation: later
 //     steps run one fused kernel per tensor (Backend::SgdUpdate/AdamUpdate)
 //     writing the parameter's own storage, and allocate no tensor;
 //   * writes in place. A parameter whose storage is read-only (borrowed from
@@ -219,6 +221,10 @@ class Optimizer {
   // Nothing changes unless it returns OK.
   [[nodiscard]] absl::Status PrepareStep(
       std::vector<optim_internal::StepItem>& items);
+  // FollowDevice() moves `state`'s tensors to `device`, the device its
+  // parameter now lives on (a model moved after its first steps, or state
+  // loaded onto another device), so the fused update gets one device.
+  static void FollowDevice(ParamState& state, const Device& device);
   // ApplyStep() runs the update kernel for each non-duplicate item.
   void ApplyStep(const std::vector<optim_internal::StepItem>& items);
   void UpdateOne(const optim_internal::StepItem& item, ParamState& state);

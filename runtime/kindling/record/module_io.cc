@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "kindling/record/atomic_file.h"
 #include "kindling/record/convert.h"
+#include "kindling/record/device_read.h"
 #include "kindling/record/strings.h"
 
 namespace kindling::record {
@@ -206,6 +207,7 @@ absl::Status ModuleLoader::Finish(std::string_view module_type) {
 
 absl::StatusOr<TensorBase> ModuleLoader::Materialize(int plan) {
   const Planned& planned = plans_[plan];
+  if (!planned.device.is_cpu()) return MaterializeOnDevice(planned);
   bool borrowed = false;
   absl::StatusOr<TensorBase> tensor =
       ReadTensor(file_, *planned.info, planned.dtype,
@@ -217,6 +219,18 @@ absl::StatusOr<TensorBase> ModuleLoader::Materialize(int plan) {
     if (!planned.device.is_cpu()) *tensor = tensor->ToDevice(planned.device);
   }
   ++(borrowed ? report_.borrowed : report_.copied);
+  return tensor;
+}
+
+absl::StatusOr<TensorBase> ModuleLoader::MaterializeOnDevice(
+    const Planned& planned) {
+  absl::StatusOr<TensorBase> tensor =
+      ReadTensorToDevice(file_, *planned.info, planned.dtype, planned.device,
+                         options_.device_staging_bytes);
+  if (!tensor.ok()) return tensor.status();
+  // PyTorch's [out, in] weight is transposed on the device, not the host.
+  if (planned.transpose) *tensor = tensor->Transpose(0, 1).Contiguous();
+  ++report_.copied;
   return tensor;
 }
 

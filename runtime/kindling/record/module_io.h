@@ -69,7 +69,8 @@ class ModuleLoader {
   // as one InvalidArgument naming the file and each key.
   [[nodiscard]] absl::Status Finish(std::string_view module_type);
 
-  // Materialize() reads planned tensor `plan` (borrowing when it can).
+  // Materialize() reads planned tensor `plan` (borrowing when it can; onto
+  // a device through a bounded staging buffer, device_read.h).
   [[nodiscard]] absl::StatusOr<TensorBase> Materialize(int plan);
 
   // id() is the ParamId the file recorded for plan `plan`, if any.
@@ -85,6 +86,11 @@ class ModuleLoader {
     bool transpose;
     std::optional<ParamId> id;
   };
+
+  // MaterializeOnDevice() is Materialize() for a plan bound for a device
+  // other than the CPU: straight from the mapping into device memory.
+  [[nodiscard]] absl::StatusOr<TensorBase> MaterializeOnDevice(
+      const Planned& planned);
 
   ModuleLoader(std::shared_ptr<const SafetensorsFile> file,
                const LoadOptions& options)

@@ -79,6 +79,12 @@ struct LoadOptions {
   // Takes each parameter's ParamId from the file's metadata when present, so
   // optimizer state keyed by id stays attached.
   bool restore_param_ids = true;
+  // The host staging bound when loading into a module on a device other than
+  // the CPU: each tensor goes from the mapped file to device memory in
+  // chunks of at most this many bytes (converted on the way when the dtypes
+  // differ), so the host memory the load allocates is one chunk, not the
+  // model (see record/device_read.h). 8 MiB by default.
+  int64_t device_staging_bytes = int64_t{8} << 20;
 };
 
 // LoadReport: what LoadModule() did.

@@ -18,6 +18,10 @@
 // `max_steps` stop between two steps, after saving a checkpoint.
 //
 // Progress: progress.h (a live line on a terminal, plain lines otherwise).
+//
+// Devices: the model may live on any one device (ToDevice(model, cuda:0)):
+// each batch is moved there before its step, and each test batch before its
+// evaluation; the optimizer's state follows the parameters.
 #ifndef KINDLING_TRAIN_TRAINER_H_
 #define KINDLING_TRAIN_TRAINER_H_
 
@@ -44,6 +48,7 @@
 #include "kindling/tensor/philox_generator.h"
 #include "kindling/tensor/tensor.h"
 #include "kindling/train/accuracy.h"
+#include "kindling/train/batch_device.h"
 #include "kindling/train/checkpoint.h"
 #include "kindling/train/interrupt.h"
 #include "kindling/train/progress.h"
@@ -104,6 +109,9 @@ double EvaluateAccuracy(const M& model, const data::ImageDataset& test_set,
   const int64_t n = test_set.labels.dim(0);
   NoGradGuard no_grad;
   PhiloxGenerator unused(0);  // inference draws nothing
+  // Batches go to the model's device; a model spread over several devices
+  // gets them where they are (its forward decides).
+  const absl::StatusOr<Device> device = ModelDevice(model);
   int64_t correct = 0;
   for (int64_t begin = 0; begin < n; begin += batch_size) {
     const int64_t size = std::min(batch_size, n - begin);
@@ -112,6 +120,7 @@ double EvaluateAccuracy(const M& model, const data::ImageDataset& test_set,
                       .channels = test_set.channels,
                       .rows = test_set.rows,
                       .cols = test_set.cols};
+    if (device.ok()) batch = BatchOnDevice(batch, *device);
     correct +=
         CountCorrect(forward(model, batch, nn::ForwardMode::kInference, unused),
                      batch.labels);
@@ -143,7 +152,9 @@ class Trainer {
   // Run() trains until `epochs` are done (or max_steps / Ctrl-C).
   [[nodiscard]] absl::StatusOr<TrainReport> Run();
 
-  // Step() trains on one batch and returns its loss.
+  // Step() trains on one batch and returns its loss. The batch is moved to
+  // the model's device first (batch_device.h); InvalidArgument when the
+  // model is spread over several devices.
   [[nodiscard]] absl::StatusOr<double> Step(const data::Batch& batch);
 
   // Evaluate() is the test set accuracy, in inference mode, without a graph.
@@ -191,7 +202,10 @@ class Trainer {
 };
 
 template <Module M>
-absl::StatusOr<double> Trainer<M>::Step(const data::Batch& batch) {
+absl::StatusOr<double> Trainer<M>::Step(const data::Batch& host_batch) {
+  const absl::StatusOr<Device> device = ModelDevice(model_);
+  if (!device.ok()) return device.status();
+  const data::Batch batch = BatchOnDevice(host_batch, *device);
   const Tensor<2> logits =
       forward_(model_, batch, nn::ForwardMode::kTraining, dropout_);
   const Tensor<0> loss =

@@ -1,0 +1,244 @@
+#include "tests/support/fake_cuda.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <string_view>
+
+#include "kindling/core/check.h"
+#include "kindling/tensor/backend.h"
+#include "kindling/tensor/device.h"
+#include "kindling/tensor/device_memory.h"
+#include "kindling/tensor/tensor_base.h"
+
+namespace kindling::testing {
+namespace {
+
+struct AtomicCounters {
+  std::atomic<int64_t> h2d_copies{0};
+  std::atomic<int64_t> h2d_bytes{0};
+  std::atomic<int64_t> max_h2d_copy_bytes{0};
+  std::atomic<int64_t> d2h_copies{0};
+  std::atomic<int64_t> d2h_bytes{0};
+  std::atomic<int64_t> d2d_copies{0};
+  std::atomic<int64_t> d2d_bytes{0};
+  std::atomic<int64_t> kernel_calls{0};
+  std::atomic<int64_t> live_bytes{0};
+};
+
+AtomicCounters& Counters() {
+  static AtomicCounters counters;
+  return counters;
+}
+
+void Add(std::atomic<int64_t>& counter, int64_t value) {
+  counter.fetch_add(value, std::memory_order_relaxed);
+}
+
+void RaiseMax(std::atomic<int64_t>& max, int64_t value) {
+  int64_t current = max.load(std::memory_order_relaxed);
+  while (value > current && !max.compare_exchange_weak(
+                                current, value, std::memory_order_relaxed)) {
+  }
+}
+
+void CheckFakeDevice(const Device& device, const char* what) {
+  KINDLING_CHECK(device.type() == DeviceKind::kCuda && device.index() >= 0 &&
+                     device.index() < kFakeCudaDevices,
+                 "fake cuda: %s on device %s; the fake serves cuda:0..cuda:%d",
+                 what, device.ToString(), kFakeCudaDevices - 1);
+}
+
+// Host memory posing as device memory, with books kept on every byte moved.
+class FakeCudaMemory final : public DeviceMemory {
+ public:
+  void* Allocate(const Device& device, size_t nbytes) override {
+    CheckFakeDevice(device, "Allocate");
+    void* data = std::aligned_alloc(64, RoundUp(nbytes));
+    KINDLING_CHECK(data != nullptr,
+                   "fake cuda: out of host memory for %d bytes", nbytes);
+    Add(Counters().live_bytes, static_cast<int64_t>(nbytes));
+    return data;
+  }
+  void Deallocate(const Device& device, void* data, size_t nbytes) override {
+    CheckFakeDevice(device, "Deallocate");
+    std::free(data);
+    Add(Counters().live_bytes, -static_cast<int64_t>(nbytes));
+  }
+  void CopyHostToDevice(const Device& device, void* device_dst,
+                        const void* host_src, size_t nbytes) override {
+    CheckFakeDevice(device, "CopyHostToDevice");
+    Add(Counters().h2d_copies, 1);
+    Add(Counters().h2d_bytes, static_cast<int64_t>(nbytes));
+    RaiseMax(Counters().max_h2d_copy_bytes, static_cast<int64_t>(nbytes));
+    if (nbytes > 0) std::memcpy(device_dst, host_src, nbytes);
+  }
+  void CopyDeviceToHost(const Device& device, void* host_dst,
+                        const void* device_src, size_t nbytes) override {
+    CheckFakeDevice(device, "CopyDeviceToHost");
+    Add(Counters().d2h_copies, 1);
+    Add(Counters().d2h_bytes, static_cast<int64_t>(nbytes));
+    if (nbytes > 0) std::memcpy(host_dst, device_src, nbytes);
+  }
+  void CopyDeviceToDevice(const Device& device, void* dst, const void* src,
+                          size_t nbytes) override {
+    CheckFakeDevice(device, "CopyDeviceToDevice");
+    Add(Counters().d2d_copies, 1);
+    Add(Counters().d2d_bytes, static_cast<int64_t>(nbytes));
+    if (nbytes > 0) std::memcpy(dst, src, nbytes);
+  }
+
+ private:
+  // aligned_alloc wants a multiple of the alignment (and some bytes even
+  // for an empty tensor, so that every allocation is a distinct pointer).
+  static size_t RoundUp(size_t nbytes) {
+    return nbytes == 0 ? 64 : (nbytes + 63) / 64 * 64;
+  }
+};
+
+// The CPU kernels behind a device check: every defined tensor a kernel gets
+// must live on one fake cuda device.
+class FakeCudaBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "fake-cuda"; }
+
+  void Copy(const TensorBase& out, const TensorBase& in) override {
+    Cpu("Copy", {&out, &in}).Copy(out, in);
+  }
+  void Fill(const TensorBase& out, double value) override {
+    Cpu("Fill", {&out}).Fill(out, value);
+  }
+  void Unary(UnaryOp op, const TensorBase& out, const TensorBase& in,
+             double arg0, double arg1) override {
+    Cpu("Unary", {&out, &in}).Unary(op, out, in, arg0, arg1);
+  }
+  void Binary(BinaryOp op, const TensorBase& out, const TensorBase& lhs,
+              const TensorBase& rhs) override {
+    Cpu("Binary", {&out, &lhs, &rhs}).Binary(op, out, lhs, rhs);
+  }
+  void Where(const TensorBase& out, const TensorBase& condition,
+             const TensorBase& on_true, const TensorBase& on_false) override {
+    Cpu("Where", {&out, &condition, &on_true, &on_false})
+        .Where(out, condition, on_true, on_false);
+  }
+  void Reduce(ReduceOp op, const TensorBase& out, const TensorBase& in,
+              int axis) override {
+    Cpu("Reduce", {&out, &in}).Reduce(op, out, in, axis);
+  }
+  void Softmax(const TensorBase& out, const TensorBase& in, int axis,
+               bool log) override {
+    Cpu("Softmax", {&out, &in}).Softmax(out, in, axis, log);
+  }
+  void Matmul(const TensorBase& out, const TensorBase& lhs,
+              const TensorBase& rhs) override {
+    Cpu("Matmul", {&out, &lhs, &rhs}).Matmul(out, lhs, rhs);
+  }
+  void IndexSelect(const TensorBase& out, const TensorBase& in, int axis,
+                   const TensorBase& index) override {
+    Cpu("IndexSelect", {&out, &in, &index}).IndexSelect(out, in, axis, index);
+  }
+  void Gather(const TensorBase& out, const TensorBase& in, int axis,
+              const TensorBase& index) override {
+    Cpu("Gather", {&out, &in, &index}).Gather(out, in, axis, index);
+  }
+  void FillRandom(const TensorBase& out, RandomDistribution distribution,
+                  uint64_t seed, uint64_t offset, double a, double b) override {
+    Cpu("FillRandom", {&out}).FillRandom(out, distribution, seed, offset, a, b);
+  }
+  void Dropout(const TensorBase& out, const TensorBase& in, double prob,
+               uint64_t seed, uint64_t offset) override {
+    Cpu("Dropout", {&out, &in}).Dropout(out, in, prob, seed, offset);
+  }
+  void SgdUpdate(const TensorBase& param, const TensorBase& grad,
+                 const TensorBase& momentum_buffer,
+                 const SgdUpdateScalars& scalars) override {
+    Cpu("SgdUpdate", {&param, &grad, &momentum_buffer})
+        .SgdUpdate(param, grad, momentum_buffer, scalars);
+  }
+  void AdamUpdate(const TensorBase& param, const TensorBase& grad,
+                  const TensorBase& exp_avg, const TensorBase& exp_avg_sq,
+                  const TensorBase& max_exp_avg_sq,
+                  const AdamUpdateScalars& scalars) override {
+    Cpu("AdamUpdate", {&param, &grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq})
+        .AdamUpdate(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars);
+  }
+  double AbsPowerSum(const TensorBase& in, double p) override {
+    return Cpu("AbsPowerSum", {&in}).AbsPowerSum(in, p);
+  }
+  void ScaleClamp(const TensorBase& inout, double scale,
+                  double max_abs) override {
+    Cpu("ScaleClamp", {&inout}).ScaleClamp(inout, scale, max_abs);
+  }
+  void ScatterAdd(const TensorBase& out, int axis, const TensorBase& index,
+                  const TensorBase& src) override {
+    Cpu("ScatterAdd", {&out, &index, &src}).ScatterAdd(out, axis, index, src);
+  }
+
+ private:
+  // Cpu() checks that the defined tensors among `tensors` share one fake
+  // cuda device, counts the call and returns the CPU backend to run it.
+  static Backend& Cpu(const char* kernel,
+                      std::initializer_list<const TensorBase*> tensors) {
+    const TensorBase* first = nullptr;
+    for (const TensorBase* tensor : tensors) {
+      if (!tensor->defined()) continue;
+      const Device& device = tensor->device();
+      KINDLING_CHECK(device.type() == DeviceKind::kCuda,
+                     "fake cuda: kernel %s got %s, a tensor not on a cuda "
+                     "device; the front end must reject mixed devices",
+                     kernel, tensor->ToString());
+      if (first == nullptr) {
+        first = tensor;
+        CheckFakeDevice(device, kernel);
+      }
+      KINDLING_CHECK(device == first->device(),
+                     "fake cuda: kernel %s got %s together with %s; a "
+                     "kernel's tensors must share one device",
+                     kernel, first->ToString(), tensor->ToString());
+    }
+    Add(Counters().kernel_calls, 1);
+    return GetBackend(Device::Cpu());
+  }
+};
+
+const bool kInstalled = [] {
+  InstallFakeCuda();
+  return true;
+}();
+
+}  // namespace
+
+FakeCudaCounters GetFakeCudaCounters() {
+  const AtomicCounters& c = Counters();
+  constexpr auto kRelaxed = std::memory_order_relaxed;
+  FakeCudaCounters result;
+  result.h2d_copies = c.h2d_copies.load(kRelaxed);
+  result.h2d_bytes = c.h2d_bytes.load(kRelaxed);
+  result.max_h2d_copy_bytes = c.max_h2d_copy_bytes.load(kRelaxed);
+  result.d2h_copies = c.d2h_copies.load(kRelaxed);
+  result.d2h_bytes = c.d2h_bytes.load(kRelaxed);
+  result.d2d_copies = c.d2d_copies.load(kRelaxed);
+  result.d2d_bytes = c.d2d_bytes.load(kRelaxed);
+  result.kernel_calls = c.kernel_calls.load(kRelaxed);
+  result.live_bytes = c.live_bytes.load(kRelaxed);
+  return result;
+}
+
+void ResetFakeCudaCounters() {
+  AtomicCounters& c = Counters();
+  for (std::atomic<int64_t>* counter :
+       {&c.h2d_copies, &c.h2d_bytes, &c.max_h2d_copy_bytes, &c.d2h_copies,
+        &c.d2h_bytes, &c.d2d_copies, &c.d2d_bytes, &c.kernel_calls}) {
+    counter->store(0, std::memory_order_relaxed);
+  }
+}
+
+void InstallFakeCuda() {
+  static FakeCudaMemory* const memory = new FakeCudaMemory();
+  static FakeCudaBackend* const backend = new FakeCudaBackend();
+  RegisterDeviceMemory(DeviceKind::kCuda, memory);
+  RegisterBackend(DeviceKind::kCuda, backend);
+}
+
+}  // namespace kindling::testing
