@@ -33,6 +33,28 @@ TEST(CpuAllocatorTest, BlocksAreAlignedAndWritable) {
   }
 }
 
+// Blocks of 8 MiB and more are mapped on their own at a 2 MiB (huge page)
+// boundary; every byte is usable, and freeing returns them (EmptyCache).
+TEST(CpuAllocatorTest, HugeBlocksAreHugePageAlignedAndWritable) {
+  CpuAllocator allocator;
+  std::vector<std::pair<void*, size_t>> blocks;
+  for (size_t size : {8 * kMiB, 10 * kMiB + 1, 48 * kMiB}) {
+    void* data = allocator.Allocate(size);
+    EXPECT_EQ(0u, reinterpret_cast<uintptr_t>(data) % (2 * kMiB)) << size;
+    std::memset(data, 0x5a, size);
+    EXPECT_EQ(0x5a, static_cast<unsigned char*>(data)[size - 1]);
+    blocks.emplace_back(data, size);
+  }
+  for (auto [data, size] : blocks) allocator.Deallocate(data, size);
+  EXPECT_EQ(8 * kMiB + 12 * kMiB + 48 * kMiB, allocator.EmptyCache());
+  // A block above the cache cap is unmapped right away.
+  CpuAllocator small_cache(WithMaxCachedBytes(4 * kMiB));
+  void* data = small_cache.Allocate(16 * kMiB);
+  std::memset(data, 1, 16 * kMiB);
+  small_cache.Deallocate(data, 16 * kMiB);
+  EXPECT_EQ(1, small_cache.stats().system_frees);
+}
+
 TEST(CpuAllocatorTest, SizeClassesHaveFourStepsPerDoubling) {
   EXPECT_EQ(kMiB, CpuAllocator::SizeClass(kMiB));
   EXPECT_EQ(kMiB + kMiB / 4, CpuAllocator::SizeClass(kMiB + 1));

@@ -260,5 +260,28 @@ TEST(CpuUnaryKernelTest, LargeAndStridedMatchTheReference) {
   }
 }
 
+// GELU runs 16 lanes at a time where the CPU has AVX-512: a misaligned start
+// (masked head before the streaming stores), lengths that are not a
+// multiple of 16 (masked tail), and short rows must all match the reference.
+TEST(CpuUnaryKernelTest, GeluHeadsAndTailsMatchTheReference) {
+  const int64_t n = (int64_t{1} << 20) + 37;  // large enough to stream
+  const std::vector<float> x = RandomValues(n, 5);
+  const auto t = Tensor<1>::FromData(x, {n});
+  auto reference = [](double v) {
+    return 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+  };
+  for (int64_t start : {0, 1, 3, 15}) {
+    for (int64_t length : {int64_t{1}, int64_t{15}, int64_t{17}, n - 16}) {
+      const auto y = t.narrow(0, start, length).gelu().to_data<float>();
+      ASSERT_EQ(static_cast<size_t>(length), y.size());
+      for (int64_t i = 0; i < length; ++i) {
+        const double expected = reference(x[start + i]);
+        ASSERT_NEAR(expected, y[i], 1e-6 * std::fabs(expected) + 1e-30)
+            << "start " << start << " length " << length << " i " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kindling

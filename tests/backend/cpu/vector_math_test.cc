@@ -46,6 +46,24 @@ float Apply(__m256 (*function)(__m256), float x) {
   return Apply(function, std::vector<float>{x})[0];
 }
 
+// ApplyGelu16() is Gelu16 over `inputs`, sixteen at a time (the last
+// vector padded with 1). REQUIRES: HasAvx512().
+KINDLING_AVX512_BEGIN
+KINDLING_AVX512 std::vector<float> ApplyGelu16(
+    const std::vector<float>& inputs) {
+  std::vector<float> outputs(inputs.size());
+  for (size_t i = 0; i < inputs.size(); i += 16) {
+    alignas(64) float lanes[16];
+    for (size_t k = 0; k < 16; ++k)
+      lanes[k] = i + k < inputs.size() ? inputs[i + k] : 1.0f;
+    _mm512_store_ps(lanes, Gelu16(_mm512_load_ps(lanes)));
+    for (size_t k = 0; k < 16 && i + k < inputs.size(); ++k)
+      outputs[i + k] = lanes[k];
+  }
+  return outputs;
+}
+KINDLING_AVX512_END
+
 // Every 4099th bit pattern of both signs within [low, high] (NaNs skipped).
 std::vector<float> SampleRange(float low, float high) {
   std::vector<float> values;
@@ -161,6 +179,11 @@ TEST(Gelu8Test, WithinEightUlpAboveMinusNine) {
   EXPECT_LE(WorstUlp(Gelu8, GeluReference, SampleRange(-9.0f, kInf)), 8);
 }
 
+TEST(Gelu8Test, WithinTenUlpInTheFarNegativeTail) {
+  // Phi(x) is 1e-45..1e-19 here; 1 + erf would have cancelled to nothing.
+  EXPECT_LE(WorstUlp(Gelu8, GeluReference, SampleRange(-14.0f, -9.0f)), 10);
+}
+
 TEST(Gelu8Test, TinyNegativeTailIsAccurateThenZero) {
   // Here 1 + erf(x / sqrt 2) would have cancelled to nothing; -14 gives a
   // subnormal, -20 underflows.
@@ -177,6 +200,21 @@ TEST(Gelu8Test, SpecialValues) {
   EXPECT_EQ(kInf, Apply(Gelu8, kInf));
   EXPECT_EQ(1e30f, Apply(Gelu8, 1e30f));
   EXPECT_TRUE(std::isnan(Apply(Gelu8, kNan)));
+}
+
+// Gelu16 (AVX-512) must give Gelu8's bits, so Gelu8's bounds cover it.
+TEST(Gelu16Test, BitIdenticalToGelu8) {
+  if (!HasAvx512()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  std::vector<float> inputs = SampleRange(-kInf, kInf);
+  for (float x : {0.0f, -0.0f, kInf, -kInf, kNan, 13.0f, -13.5f, -20.0f})
+    inputs.push_back(x);
+  const std::vector<float> expected = Apply(Gelu8, inputs);
+  const std::vector<float> actual = ApplyGelu16(inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(expected[i]),
+              std::bit_cast<uint32_t>(actual[i]))
+        << "x = " << inputs[i];
+  }
 }
 
 TEST(VectorMathTest, PartialLoadsAndStoresTouchOnlyTheirLanes) {

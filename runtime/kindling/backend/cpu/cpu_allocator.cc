@@ -1,5 +1,7 @@
 #include "kindling/backend/cpu/cpu_allocator.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
@@ -23,12 +25,61 @@ size_t MaxReusableSize(size_t nbytes) {
   return std::max(CpuAllocator::SizeClass(nbytes), nbytes + nbytes / 4);
 }
 
+// Blocks of kMinHugeBlockBytes and more are mapped on their own, aligned to
+// a 2 MiB transparent huge page and marked MADV_HUGEPAGE. A fresh block's
+// first touch then costs one page fault per 2 MiB instead of one per 4 KiB;
+// on this VM a 4 KiB fault costs about 10 us, so writing 312 MiB of fresh
+// 4 KiB pages took 0.9 s against 18 ms for the same copy into touched pages.
+// From 8 MiB up every size class is a whole number of huge pages, so no
+// block maps memory it does not use. (The kernel still zeroes each page; it
+// falls back to 4 KiB pages where huge pages are unavailable or disabled.)
+constexpr size_t kHugePageBytes = size_t{2} << 20;
+constexpr size_t kMinHugeBlockBytes = size_t{8} << 20;
+
+bool IsHugeBlock(size_t size) { return size >= kMinHugeBlockBytes; }
+
+size_t HugeBlockLength(size_t size) {
+  return (size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+}
+
+// MapHugeBlock() maps `size` bytes at a 2 MiB boundary: it over-maps by one
+// huge page and unmaps the unaligned head and the tail.
+void* MapHugeBlock(size_t size, size_t requested) {
+  const size_t length = HugeBlockLength(size);
+  void* mapping =
+      ::mmap(nullptr, length + kHugePageBytes, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  KINDLING_CHECK(mapping != MAP_FAILED,
+                 "cpu: out of memory mapping %d bytes (block of %d)", requested,
+                 size);
+  char* const begin = static_cast<char*>(mapping);
+  const uintptr_t address = reinterpret_cast<uintptr_t>(begin);
+  char* const aligned =
+      begin + (kHugePageBytes - address % kHugePageBytes) % kHugePageBytes;
+  if (aligned > begin) ::munmap(begin, aligned - begin);
+  char* const end = begin + length + kHugePageBytes;
+  if (end > aligned + length)
+    ::munmap(aligned + length, end - aligned - length);
+  // Advice only: where it fails the block simply gets 4 KiB pages.
+  ::madvise(aligned, length, MADV_HUGEPAGE);
+  return aligned;
+}
+
 void* SystemAllocate(size_t size, size_t requested) {
+  if (IsHugeBlock(size)) return MapHugeBlock(size, requested);
   void* data = std::aligned_alloc(CpuAllocator::kAlignment, size);
   KINDLING_CHECK(data != nullptr,
                  "cpu: out of memory allocating %d bytes (block of %d)",
                  requested, size);
   return data;
+}
+
+void SystemFree(void* data, size_t size) {
+  if (IsHugeBlock(size)) {
+    ::munmap(data, HugeBlockLength(size));
+  } else {
+    std::free(data);
+  }
 }
 
 }  // namespace
@@ -186,7 +237,7 @@ void CpuAllocator::EvictUntil(size_t max_cached_bytes,
 }
 
 void CpuAllocator::FreeToSystem(const std::vector<CachedBlock>& blocks) {
-  for (const CachedBlock& block : blocks) std::free(block.data);
+  for (const CachedBlock& block : blocks) SystemFree(block.data, block.size);
 }
 
 void CpuAllocator::ReportCachedBytes(int64_t delta) const {
