@@ -10,12 +10,12 @@
 // M' = B * M.
 //
 // Threads. OpenBLAS runs single-threaded and a GEMM big enough to be worth
-// it is cut into one slab of rows (or columns) per OpenMP thread, each a
-// single-threaded sgemm. One pool of threads then serves every kernel:
-// Debian's OpenBLAS is the pthreads build, whose workers spin (sched_yield)
-// between calls while OpenMP's workers spin between parallel regions, and
-// on a machine with as many cores as threads the two pools took each
-// other's cores (a profiled MLP epoch spent more time in the two runtimes'
+// it is cut into one slab of rows (or columns) per thread of the kernels' pool
+// (parallel.h), each a single-threaded sgemm. One pool of threads then serves
+// every kernel: Debian's OpenBLAS is the pthreads build, whose workers spin
+// (sched_yield) between calls while OpenMP's workers spin between parallel
+// regions, and on a machine with as many cores as threads the two pools took
+// each other's cores (a profiled MLP epoch spent more time in the two runtimes'
 // wait loops than in sgemm).
 #include <cblas.h>
 
@@ -98,8 +98,8 @@ constexpr int64_t kParallelGemmWork = int64_t{1} << 18;
 // the other also has.
 constexpr int64_t kSlabAlign = 16;
 
-// Leaves OpenBLAS's own thread pool idle: GEMMs are split across OpenMP
-// threads instead (see the top of this file). Once per process.
+// Leaves OpenBLAS's own thread pool idle: GEMMs are split across the kernels'
+// pool threads instead (see the top of this file). Once per process.
 void UseSingleThreadedBlas() {
   static std::once_flag once;
   std::call_once(once, [] { openblas_set_num_threads(1); });
