@@ -13,7 +13,10 @@
 // script's does; it is the process's peak so far, so run one model per
 // invocation with --benchmark_filter for a per-model figure).
 // KINDLING_TRAIN_BENCH_SAMPLES=N trains on the first N samples of the epoch's
-// order instead of all 60000 (the smoke test).
+// order instead of all 60000 (the smoke test). KINDLING_TRAIN_BENCH_NO_PEER=1
+// skips the PyTorch run (no ratio): for profiling Kindling's epoch alone,
+//   KINDLING_TRAIN_BENCH_NO_PEER=1 perf record -g bazel-bin/benches/train_bench
+//       --benchmark_filter=Mlp
 #include <sys/resource.h>
 
 #include <chrono>
@@ -147,13 +150,14 @@ void TrainEpoch(benchmark::State& state, const std::string& peer_model,
     }
     state.SetIterationTime(seconds);
     const double kindling_rss = PeakRssMib();
-    const PeerResult torch = RunTorch(peer_model);
     state.counters["kindling_epoch_s"] = seconds;
+    state.counters["kindling_peak_rss_mib"] = kindling_rss;
+    state.counters["samples"] = static_cast<double>(report->samples);
+    if (std::getenv("KINDLING_TRAIN_BENCH_NO_PEER") != nullptr) continue;
+    const PeerResult torch = RunTorch(peer_model);
     state.counters["torch_epoch_s"] = torch.epoch_seconds;
     state.counters["ratio_vs_torch"] = seconds / torch.epoch_seconds;
-    state.counters["kindling_peak_rss_mib"] = kindling_rss;
     state.counters["torch_peak_rss_mib"] = torch.peak_rss_mib;
-    state.counters["samples"] = static_cast<double>(report->samples);
   }
 }
 

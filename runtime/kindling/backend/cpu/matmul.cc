@@ -8,13 +8,25 @@
 // transposed); only other layouts are packed first. A batched lhs that is
 // contiguous times a broadcast rhs (the Linear-layer case) is one GEMM with
 // M' = B * M.
+//
+// Threads. OpenBLAS runs single-threaded and a GEMM big enough to be worth
+// it is cut into one slab of rows (or columns) per thread of the kernels' pool
+// (parallel.h), each a single-threaded sgemm. One pool of threads then serves
+// every kernel: Debian's OpenBLAS is the pthreads build, whose workers spin
+// (sched_yield) between calls while OpenMP's workers spin between parallel
+// regions, and on a machine with as many cores as threads the two pools took
+// each other's cores (a profiled MLP epoch spent more time in the two runtimes'
+// wait loops than in sgemm).
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "kindling/backend/cpu/element.h"
 #include "kindling/backend/cpu/kernels.h"
+#include "kindling/backend/cpu/parallel.h"
 #include "kindling/core/check.h"
 
 namespace kindling::cpu {
@@ -75,6 +87,59 @@ void Gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
   }
 }
 
+// kParallelGemmWork is the fewest multiply-adds (m * n * k) a GEMM needs
+// before it is split across threads: below it, about 20 us of work on one
+// core, the fork/join and the packing each slab repeats cost more than the
+// second core saves.
+constexpr int64_t kParallelGemmWork = int64_t{1} << 18;
+
+// Slabs are multiples of the sgemm micro-kernel's tile (16 x 8 on AVX2 /
+// AVX-512 builds covers both), so no thread ends up with a ragged edge tile
+// the other also has.
+constexpr int64_t kSlabAlign = 16;
+
+// Leaves OpenBLAS's own thread pool idle: GEMMs are split across the kernels'
+// pool threads instead (see the top of this file). Once per process.
+void UseSingleThreadedBlas() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+// ParallelGemm() is Gemm() cut into one slab of c per thread, each a
+// single-threaded BLAS call: slabs of rows when m >= n (every slab then
+// re-packs all of op(b), the smaller operand), else slabs of columns.
+template <class T>
+void ParallelGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
+                  int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
+                  T* c, int64_t ldc) {
+  const bool blas = std::is_same_v<T, float> || std::is_same_v<T, double>;
+  const bool split_rows = m >= n;
+  const int64_t extent = split_rows ? m : n;
+  int64_t slabs = blas && m * n * k >= kParallelGemmWork ? MaxThreads() : 1;
+  slabs = std::min(slabs, extent / kSlabAlign);
+  if (slabs <= 1) {
+    Gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+    return;
+  }
+  ParallelSlabs(slabs, [&](int64_t slab) {
+    const int64_t tiles = (extent + kSlabAlign - 1) / kSlabAlign;
+    const int64_t begin = std::min(extent, tiles * slab / slabs * kSlabAlign);
+    const int64_t end =
+        std::min(extent, tiles * (slab + 1) / slabs * kSlabAlign);
+    if (begin >= end) return;
+    if (split_rows) {
+      // Rows [begin, end) of op(a) and of c.
+      const T* a_rows = ta == CblasNoTrans ? a + begin * lda : a + begin;
+      Gemm<T>(ta, tb, end - begin, n, k, a_rows, lda, b, ldb, c + begin * ldc,
+              ldc);
+    } else {
+      // Columns [begin, end) of op(b) and of c.
+      const T* b_cols = tb == CblasNoTrans ? b + begin : b + begin * ldb;
+      Gemm<T>(ta, tb, m, end - begin, k, a, lda, b_cols, ldb, c + begin, ldc);
+    }
+  });
+}
+
 template <class T>
 void MatmulTyped(const TensorBase& out, const TensorBase& lhs_in,
                  const TensorBase& rhs_in) {
@@ -110,8 +175,8 @@ void MatmulTyped(const TensorBase& out, const TensorBase& lhs_in,
     rhs_shared &= rhs.strides()[i] == 0 || out.shape()[i] == 1;
   }
   if (batch > 1 && rhs_shared && lhs.is_contiguous()) {
-    Gemm<T>(CblasNoTrans, b.transpose, batch * m, n, k, a_data, k, b_data,
-            b.leading, c_data, n);
+    ParallelGemm<T>(CblasNoTrans, b.transpose, batch * m, n, k, a_data, k,
+                    b_data, b.leading, c_data, n);
     return;
   }
   std::vector<int64_t> index(batch_rank, 0);
@@ -121,8 +186,9 @@ void MatmulTyped(const TensorBase& out, const TensorBase& lhs_in,
       a_offset += index[i] * lhs.strides()[i];
       b_offset += index[i] * rhs.strides()[i];
     }
-    Gemm<T>(a.transpose, b.transpose, m, n, k, a_data + a_offset, a.leading,
-            b_data + b_offset, b.leading, c_data + entry * m * n, n);
+    ParallelGemm<T>(a.transpose, b.transpose, m, n, k, a_data + a_offset,
+                    a.leading, b_data + b_offset, b.leading,
+                    c_data + entry * m * n, n);
     for (int i = batch_rank - 1; i >= 0; --i) {
       if (++index[i] < out.shape()[i]) break;
       index[i] = 0;
@@ -134,6 +200,7 @@ void MatmulTyped(const TensorBase& out, const TensorBase& lhs_in,
 
 void MatmulKernel(const TensorBase& out, const TensorBase& lhs,
                   const TensorBase& rhs) {
+  UseSingleThreadedBlas();
   DispatchArithmetic(lhs.dtype(), "matmul",
                      [&]<class T>() { MatmulTyped<T>(out, lhs, rhs); });
 }

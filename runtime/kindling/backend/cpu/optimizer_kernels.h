@@ -1,7 +1,7 @@
 // The CPU implementations of the Backend's optimizer kernels (SgdUpdate,
 // AdamUpdate, AbsPowerSum, ScaleClamp); contracts in kindling/tensor/backend.h.
 //
-// Each is one pass over contiguous memory, split across OpenMP threads by
+// Each is one pass over contiguous memory, split across the kernels' threads by
 // ParallelFor, with the per-tensor branches (momentum, Nesterov, weight decay,
 // AMSGrad) hoisted into template parameters so the inner loop is straight-line
 // code gcc vectorizes. 16-bit floats are widened to f32 per element and
