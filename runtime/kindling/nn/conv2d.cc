@@ -8,36 +8,49 @@
 #include "kindling/core/check.h"
 #include "kindling/tensor/grad_node.h"
 #include "kindling/tensor/ops.h"
+#include "kindling/tensor/window_ops.h"
 
 namespace kindling::nn {
 
 namespace {
 
+// Whole-batch convolution as one GEMM (shapes: input [N, C, H, W], weight
+// [O, C, KH, KW], K = KH * KW, L = OH * OW):
+//   columns [C*K, N*L] = Im2Col(input)
+//   out     [O, N*L]   = weight [O, C*K] x columns
+// then one pass permutes [O, N, L] to the NCHW output while adding the bias.
+// One large GEMM keeps BLAS at full speed where N GEMMs of [O, L] would not,
+// and makes the weight gradient one GEMM too (no per-example products to
+// sum).
+
 // ConvolutionForward: the output and the im2col columns the weight's
 // gradient needs.
 struct ConvolutionForward {
   TensorBase output;   // [N, out, OH, OW]
-  TensorBase columns;  // [N, in * KH * KW, OH * OW]
+  TensorBase columns;  // [in * KH * KW, N * OH * OW]
 };
+
+// kSwapBatchAndChannels: [N, O, ..] <-> [O, N, ..] (its own inverse).
+constexpr int kSwapBatchAndChannels[] = {1, 0, 2, 3};
 
 ConvolutionForward Convolve(const TensorBase& input, const TensorBase& weight,
                             const TensorBase& bias, const Window2d& window) {
   const int64_t batch = input.shape()[0];
   const int64_t out_channels = weight.shape()[0];
-  const int64_t window_size = weight.numel() / out_channels;
-  const Tensor<5> patches = Patches(Tensor<4>(input), window, 0.0);
-  const int64_t out_h = patches.dim(3);
-  const int64_t out_w = patches.dim(4);
+  const int64_t out_h = window.OutputSize(0, input.shape()[2]);
+  const int64_t out_w = window.OutputSize(1, input.shape()[3]);
   ConvolutionForward result;
-  result.columns =
-      patches.base().Reshape(Shape{batch, window_size, out_h * out_w});
-  const TensorBase kernel = weight.Reshape(Shape{out_channels, window_size});
-  TensorBase output = ops::Matmul(kernel, result.columns);  // [N, out, L]
-  if (bias.defined()) {
-    output = ops::Binary(BinaryOp::kAdd, output,
-                         bias.Reshape(Shape{out_channels, 1}));
-  }
-  result.output = output.Reshape(Shape{batch, out_channels, out_h, out_w});
+  result.columns = ops::Im2Col(input, window.Geometry(), 0.0);
+  const TensorBase kernel =
+      weight.Reshape(Shape{out_channels, weight.numel() / out_channels});
+  const TensorBase output =
+      ops::Matmul(kernel, result.columns)  // [O, N * L]
+          .Reshape(Shape{out_channels, batch, out_h, out_w})
+          .Permute(kSwapBatchAndChannels);
+  result.output = bias.defined()
+                      ? ops::Binary(BinaryOp::kAdd, output,
+                                    bias.Reshape(Shape{1, out_channels, 1, 1}))
+                      : output.Contiguous();
   return result;
 }
 
@@ -52,42 +65,33 @@ struct ConvolutionSaved {
 };
 
 // ConvolutionBackward(): the gradients of Convolve() for an output gradient
-// `grad` [N, out, OH, OW]. Every GEMM takes its transposed operand as a view
-// (the CPU kernel hands it to sgemm as transposed, no copy):
-//   d weight  = sum_n grad[n] [out, L] x columns[n]^T [L, in*K]
-//   d columns = weight^T [in*K, out] x grad[n] [out, L], then col2im
-//   d bias    = sum over n and L of grad.
+// `grad` [N, O, OH, OW], through grad_matrix [O, N*L] (one permuting copy).
+// The transposed operands go to the GEMMs as views (the CPU kernel hands
+// them to sgemm as transposed, no copy):
+//   d weight  = grad_matrix [O, N*L] x columns^T [N*L, C*K]
+//   d columns = weight^T [C*K, O] x grad_matrix [O, N*L], then col2im
+//   d bias    = grad_matrix summed over N*L.
 GradList ConvolutionBackward(const TensorBase& grad,
                              const ConvolutionSaved& saved,
                              const Shape& weight_shape) {
-  const int64_t batch = grad.shape()[0];
   const int64_t out_channels = grad.shape()[1];
-  const int64_t positions = grad.shape()[2] * grad.shape()[3];  // L
-  const TensorBase grad_columns =
-      grad.Reshape(Shape{batch, out_channels, positions});  // [N, out, L]
+  const TensorBase grad_matrix =
+      grad.Permute(kSwapBatchAndChannels)
+          .Contiguous()
+          .Reshape(Shape{out_channels, grad.numel() / out_channels});
   GradList grads(saved.need_bias ? 3 : 2);
   if (saved.weight.defined()) {
     const TensorBase kernel = saved.weight.Reshape(
         Shape{out_channels, weight_shape.num_elements() / out_channels});
-    const TensorBase d_columns =
-        ops::Matmul(kernel.Transpose(0, 1), grad_columns);  // [N, in*K, L]
-    const Shape& in = saved.input_shape;
-    const int64_t area = saved.window.kernel[0] * saved.window.kernel[1];
-    grads[0] = PatchesBackward(
-                   Tensor<5>(d_columns.Reshape(Shape{
-                       batch, in[1], area, grad.shape()[2], grad.shape()[3]})),
-                   saved.window, in)
-                   .base();
+    grads[0] = ops::Col2Im(ops::Matmul(kernel.Transpose(0, 1), grad_matrix),
+                           saved.window.Geometry(), saved.input_shape);
   }
   if (saved.columns.defined()) {
-    const TensorBase per_example = ops::Matmul(
-        grad_columns, saved.columns.Transpose(1, 2));  // [N, out, in*K]
-    grads[1] =
-        ops::Reduce(ReduceOp::kSum, per_example, 0).Reshape(weight_shape);
+    grads[1] = ops::Matmul(grad_matrix, saved.columns.Transpose(0, 1))
+                   .Reshape(weight_shape);
   }
   if (saved.need_bias) {
-    grads[2] = ops::Reduce(ReduceOp::kSum,
-                           ops::Reduce(ReduceOp::kSum, grad_columns, 2), 0)
+    grads[2] = ops::Reduce(ReduceOp::kSum, grad_matrix, 1)
                    .Reshape(Shape{out_channels});
   }
   return grads;

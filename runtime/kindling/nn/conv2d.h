@@ -1,5 +1,6 @@
-// Conv2d: 2-D convolution as im2col + GEMM, with a fused backward (one
-// autodiff node: the GEMMs of the weight and input gradients, then col2im).
+// Conv2d: 2-D convolution as im2col + one whole-batch GEMM, with a fused
+// backward (one autodiff node: the GEMMs of the weight and input gradients,
+// then col2im).
 //
 //   auto conv = kindling::nn::Conv2dConfig{.in_channels = 3,
 //                                          .out_channels = 16,

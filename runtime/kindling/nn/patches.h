@@ -1,5 +1,6 @@
-// Patches(): the im2col step shared by Conv2d and the 2-D pools, written with
-// tensor views so it runs on any device the tensor ops support.
+// Patches(): the im2col step as a differentiable op, for windowed layers
+// without a dedicated kernel (AvgPool2d, user code). Conv2d and MaxPool2d
+// call the sliding-window kernels (kindling/tensor/window_ops.h) directly.
 //
 // For an input [N, C, H, W] and a KH x KW window it returns
 // [N, C, KH * KW, OH, OW]: entry (n, c, i * KW + j, oh, ow) is the input
@@ -11,14 +12,14 @@
 // PatchesBackward() is the adjoint (col2im): it sums each patch entry back
 // into the input cell it was read from, so cells under several overlapping
 // windows get the sum. Patches() records one autodiff node whose backward is
-// PatchesBackward(); Conv2d and the pools record their own fused nodes and
-// call both directly.
+// PatchesBackward(). Both run on the backend's Im2Col / Col2Im kernels.
 #ifndef KINDLING_NN_PATCHES_H_
 #define KINDLING_NN_PATCHES_H_
 
 #include <array>
 #include <cstdint>
 
+#include "kindling/tensor/backend.h"
 #include "kindling/tensor/tensor.h"
 
 namespace kindling::nn {
@@ -34,16 +35,22 @@ struct Window2d {
   // 1: width) for an input of `input` cells. Aborts if the window does not
   // fit even once.
   int64_t OutputSize(int axis, int64_t input) const;
+
+  // Geometry() is this window in the backend's terms.
+  Window2dGeometry Geometry() const;
 };
 
 // Patches(): [N, C, H, W] -> [N, C, KH * KW, OH, OW]. See the file comment.
+// The result is a view (a permutation of the [C, KH * KW, N, OH, OW]
+// buffer the kernel fills).
 Tensor<5> Patches(const Tensor<4>& input, const Window2d& window,
                   double pad_value);
 
 // PatchesBackward(): [N, C, KH * KW, OH, OW] -> `input_shape` [N, C, H, W],
 // the sum over window positions of each patch entry placed at its input
 // cell; entries that fell on padding are dropped. `patches_grad` may be any
-// view (e.g. expanded). The result may be a view of a padded buffer.
+// view (e.g. expanded); it is copied first unless it already has the
+// layout of Patches()' result.
 Tensor<4> PatchesBackward(const Tensor<5>& patches_grad, const Window2d& window,
                           const Shape& input_shape);
 

@@ -1,12 +1,12 @@
 #include "kindling/nn/pool2d.h"
 
 #include <cstdint>
-#include <limits>
 #include <ostream>
 #include <utility>
 
 #include "kindling/tensor/grad_node.h"
 #include "kindling/tensor/ops.h"
+#include "kindling/tensor/window_ops.h"
 
 namespace kindling::nn {
 namespace {
@@ -16,24 +16,9 @@ int64_t Area(const Window2d& window) {
   return window.kernel[0] * window.kernel[1];
 }
 
-// MaxPoolBackward(): grad [N, C, OH, OW] placed at each window's argmax
-// entry of a zero [N, C, KH * KW, OH, OW], then summed back into the input.
-TensorBase MaxPoolBackward(const TensorBase& grad, const TensorBase& argmax,
-                           const Window2d& window, const Shape& input_shape) {
-  const int64_t area = Area(window);
-  const TensorBase entries = ops::Arange(0, static_cast<double>(area), 1,
-                                         argmax.dtype(), argmax.device())
-                                 .Reshape(Shape{1, 1, area, 1, 1});
-  const TensorBase is_max =
-      ops::Binary(BinaryOp::kEqual, argmax, entries);  // [N, C, K, OH, OW]
-  const TensorBase patches_grad =
-      ops::Where(is_max, grad.Unsqueeze(2),
-                 ops::Full(Shape{}, 0.0, grad.dtype(), grad.device()));
-  return PatchesBackward(Tensor<5>(patches_grad), window, input_shape).base();
-}
-
 // AvgPoolBackward(): grad / (KH * KW) at every entry of each window (an
-// expanded view, nothing materialized), summed back into the input.
+// expanded view, packed once by PatchesBackward), summed back into the
+// input.
 TensorBase AvgPoolBackward(const TensorBase& grad, const Window2d& window,
                            const Shape& input_shape) {
   const int64_t area = Area(window);
@@ -48,21 +33,15 @@ TensorBase AvgPoolBackward(const TensorBase& grad, const Window2d& window,
 }  // namespace
 
 Tensor<4> MaxPool2d::Forward(const Tensor<4>& input) const {
-  const double padding = -std::numeric_limits<double>::infinity();
-  if (!autograd::ShouldRecord(input.base())) {
-    return Patches(input, window, padding).max_dim(2).squeeze(2);
-  }
-  TensorBase argmax;  // [N, C, 1, OH, OW]
-  TensorBase output = autograd::Untracked([&] {
-    const TensorBase patches = Patches(input, window, padding).base();
-    argmax = ops::Reduce(ReduceOp::kArgMax, patches, 2);
-    return ops::Gather(patches, 2, argmax).Squeeze(2);
-  });
+  const bool record = autograd::ShouldRecord(input.base());
+  ops::MaxPool2dResult pooled =
+      ops::MaxPool2d(input.base(), window.Geometry(), /*with_argmax=*/record);
+  if (!record) return Tensor<4>(pooled.output);
   return Tensor<4>(autograd::Record(
-      "max_pool2d", {input.base()}, std::move(output),
-      [argmax = std::move(argmax), window = window,
+      "max_pool2d", {input.base()}, std::move(pooled.output),
+      [argmax = std::move(pooled.argmax),
        input_shape = input.shape()](const TensorBase& grad) {
-        return GradList{MaxPoolBackward(grad, argmax, window, input_shape)};
+        return GradList{ops::MaxPool2dBackward(grad, argmax, input_shape)};
       }));
 }
 

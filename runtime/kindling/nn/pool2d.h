@@ -21,8 +21,9 @@ namespace kindling::nn {
 
 // MaxPool2d: the maximum of each window; padding never wins. The gradient
 // goes to the window's maximum (the first one on ties, as PyTorch does):
-// when a gradient is needed the forward keeps each window's argmax, and the
-// backward routes through it (one autodiff node).
+// when a gradient is needed the forward keeps each window's argmax (the
+// backend's fused MaxPool2d kernel), and the backward scatters through it
+// (one autodiff node).
 struct MaxPool2d {
   Window2d window;
 

@@ -24,6 +24,7 @@
 #ifndef KINDLING_TENSOR_BACKEND_H_
 #define KINDLING_TENSOR_BACKEND_H_
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 
@@ -76,6 +77,21 @@ constexpr bool IsComparison(BinaryOp op) { return op >= BinaryOp::kEqual; }
 // ReduceOp reduces one axis. kArgMax / kArgMin write i64 indices (the first
 // index on ties); the others keep the input dtype.
 enum class ReduceOp { kSum, kMean, kMax, kMin, kArgMax, kArgMin };
+
+// Window2dGeometry: a 2-D sliding window over the (H, W) plane of an NCHW
+// tensor, as (height, width) pairs: window position (oh, ow) covers input
+// cells (oh * stride[0] - padding[0] + i * dilation[0],
+//        ow * stride[1] - padding[1] + j * dilation[1]) for kernel entry
+// (i, j), 0 <= i < kernel[0], 0 <= j < kernel[1]. Cells outside the input
+// are padding. OH = (H + 2 padding[0] - dilation[0] (kernel[0] - 1) - 1) /
+// stride[0] + 1, OW likewise. The front end checks that every field is
+// positive (padding >= 0) and that the window fits at least once.
+struct Window2dGeometry {
+  std::array<int64_t, 2> kernel = {1, 1};
+  std::array<int64_t, 2> stride = {1, 1};
+  std::array<int64_t, 2> padding = {0, 0};
+  std::array<int64_t, 2> dilation = {1, 1};
+};
 
 class Backend {
  public:
@@ -226,6 +242,50 @@ class Backend {
   // f64); repeated indices accumulate.
   virtual void ScatterAdd(const TensorBase& out, int axis,
                           const TensorBase& index, const TensorBase& src) = 0;
+
+  // --- Sliding windows (convolution and pooling over NCHW) -----------------
+  // Shapes: input [N, C, H, W]; K = KH * KW kernel entries, k = i * KW + j;
+  // window positions [OH, OW] as Window2dGeometry defines them. Dtype f32 or
+  // f64 (the front end computes f16/bf16 in f32).
+
+  // Im2Col(): columns[n, c, k, oh, ow] = the input cell kernel entry k of
+  // window position (oh, ow) covers in plane (n, c), or `pad_value` when
+  // that cell is padding. `columns` is a [N, C, K, OH, OW] strided view
+  // chosen by the caller (the front end passes a permuted view of a
+  // contiguous [C, K, N, OH, OW] buffer: the [C * K, N * OH * OW] matrix one
+  // GEMM multiplies by the [out, C * K] weight); every element is written.
+  // `input` may be any strided view.
+  virtual void Im2Col(const TensorBase& columns, const TensorBase& input,
+                      const Window2dGeometry& window, double pad_value) = 0;
+
+  // Col2Im(): the adjoint of Im2Col. `input_grad` [N, C, H, W] (contiguous)
+  // is overwritten with, for each cell, the sum of the columns[n, c, k, oh,
+  // ow] entries Im2Col would have read from that cell (entries that fell on
+  // padding are dropped; cells under no window get 0). `columns` is a
+  // [N, C, K, OH, OW] strided view (zero strides allowed).
+  virtual void Col2Im(const TensorBase& input_grad, const TensorBase& columns,
+                      const Window2dGeometry& window) = 0;
+
+  // MaxPool2d(): out[n, c, oh, ow] = max over the window's input cells
+  // (padding never wins; the first NaN wins, as in PyTorch a NaN
+  // is never replaced by a number), and when `argmax` is defined
+  // argmax[n, c, oh, ow] = h * W + w of that cell, the first in kernel order
+  // on ties. `out` and `argmax` (i64) are contiguous [N, C, OH, OW]; `input`
+  // may be any strided view. A window that covers no input cell (only
+  // padding) gives -infinity and argmax -1.
+  virtual void MaxPool2d(const TensorBase& out, const TensorBase& argmax,
+                         const TensorBase& input,
+                         const Window2dGeometry& window) = 0;
+
+  // MaxPool2dBackward(): `input_grad` [N, C, H, W] (contiguous) is
+  // overwritten with zeros, then input_grad[n, c, argmax[n, c, oh, ow]] +=
+  // grad[n, c, oh, ow] for every window position (overlapping windows that
+  // share a maximum accumulate; argmax -1 entries are skipped). `grad`
+  // [N, C, OH, OW] may be any strided view; `argmax` is what MaxPool2d
+  // wrote.
+  virtual void MaxPool2dBackward(const TensorBase& input_grad,
+                                 const TensorBase& grad,
+                                 const TensorBase& argmax) = 0;
 };
 
 // RegisterBackend() makes `backend` serve every device of `type`. Called from

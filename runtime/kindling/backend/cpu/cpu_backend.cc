@@ -96,6 +96,28 @@ void CpuBackend::ScatterAdd(const TensorBase& out, int axis,
   ScatterAddKernel(out, axis, index, src);
 }
 
+void CpuBackend::Im2Col(const TensorBase& columns, const TensorBase& input,
+                        const Window2dGeometry& window, double pad_value) {
+  Im2ColKernel(columns, input, window, pad_value);
+}
+
+void CpuBackend::Col2Im(const TensorBase& input_grad, const TensorBase& columns,
+                        const Window2dGeometry& window) {
+  Col2ImKernel(input_grad, columns, window);
+}
+
+void CpuBackend::MaxPool2d(const TensorBase& out, const TensorBase& argmax,
+                           const TensorBase& input,
+                           const Window2dGeometry& window) {
+  MaxPool2dKernel(out, argmax, input, window);
+}
+
+void CpuBackend::MaxPool2dBackward(const TensorBase& input_grad,
+                                   const TensorBase& grad,
+                                   const TensorBase& argmax) {
+  MaxPool2dBackwardKernel(input_grad, grad, argmax);
+}
+
 void RegisterCpuBackend() {
   static CpuDeviceMemory* const memory = new CpuDeviceMemory();
   static CpuBackend* const backend = new CpuBackend();

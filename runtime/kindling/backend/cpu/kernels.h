@@ -37,6 +37,16 @@ void GatherKernel(const TensorBase& out, const TensorBase& in, int axis,
 void ScatterAddKernel(const TensorBase& out, int axis, const TensorBase& index,
                       const TensorBase& src);
 
+// window.cc
+void Im2ColKernel(const TensorBase& columns, const TensorBase& input,
+                  const Window2dGeometry& window, double pad_value);
+void Col2ImKernel(const TensorBase& input_grad, const TensorBase& columns,
+                  const Window2dGeometry& window);
+void MaxPool2dKernel(const TensorBase& out, const TensorBase& argmax,
+                     const TensorBase& input, const Window2dGeometry& window);
+void MaxPool2dBackwardKernel(const TensorBase& input_grad,
+                             const TensorBase& grad, const TensorBase& argmax);
+
 }  // namespace kindling::cpu
 
 #endif  // KINDLING_BACKEND_CPU_KERNELS_H_

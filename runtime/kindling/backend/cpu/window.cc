@@ -1,0 +1,273 @@
+// Sliding-window kernels on the CPU: im2col and its adjoint col2im (for
+// Conv2d and the generic patches), and max pooling with argmax and its
+// scatter backward.
+//
+// Shapes (backend.h, Window2dGeometry): input [N, C, H, W], kernel K = KH*KW
+// entries, window positions [OH, OW]. Every kernel parallelizes over the
+// N * C planes: each plane is read and written by one thread, so col2im and
+// the pool's scatter accumulate without atomics. Inside a plane the loops
+// run along output rows (ow innermost), where the caller's layouts are
+// unit-stride; the valid (non-padding) span of each row is computed once so
+// the inner loop has no bounds checks.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "kindling/backend/cpu/kernels.h"
+#include "kindling/backend/cpu/parallel.h"
+#include "kindling/core/check.h"
+
+namespace kindling::cpu {
+namespace {
+
+// PlaneGrain() is how many (n, c) planes are worth one more thread when each
+// costs `work_per_plane` element steps.
+int64_t PlaneGrain(int64_t work_per_plane) {
+  return std::max<int64_t>(
+      1, kElementGrain / std::max<int64_t>(work_per_plane, 1));
+}
+
+// RowSpan: along one output row, the window positions [begin, end) whose
+// input column ow * stride + offset lies inside [0, width).
+struct RowSpan {
+  int64_t begin;
+  int64_t end;
+};
+
+RowSpan ValidSpan(int64_t offset, int64_t stride, int64_t width,
+                  int64_t out_w) {
+  // Smallest ow with ow * stride + offset >= 0.
+  int64_t begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  // Smallest ow with ow * stride + offset >= width.
+  int64_t end =
+      width - offset <= 0 ? 0 : (width - offset + stride - 1) / stride;
+  begin = std::min(begin, out_w);
+  end = std::clamp(end, begin, out_w);
+  return {begin, end};
+}
+
+template <class T>
+void Im2ColTyped(const TensorBase& columns, const TensorBase& input,
+                 const Window2dGeometry& window, double pad_value) {
+  const Shape& in_shape = input.shape();
+  const int64_t channels = in_shape[1], height = in_shape[2];
+  const int64_t width = in_shape[3];
+  const int64_t kernel_w = window.kernel[1];
+  const int64_t area = window.kernel[0] * kernel_w;
+  const int64_t out_h = columns.shape()[3], out_w = columns.shape()[4];
+  const Shape& is = input.strides();
+  const Shape& cs = columns.strides();
+  const T* in = input.data_as<const T>();
+  T* col = columns.data_as<T>();
+  const T pad = static_cast<T>(pad_value);
+  const bool unit = cs[4] == 1 && is[3] == 1 && window.stride[1] == 1;
+  ParallelFor(
+      in_shape[0] * channels, PlaneGrain(area * out_h * out_w),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t plane = begin; plane < end; ++plane) {
+          const int64_t n = plane / channels, c = plane % channels;
+          const T* source = in + n * is[0] + c * is[1];
+          for (int64_t k = 0; k < area; ++k) {
+            const int64_t i = k / kernel_w, j = k % kernel_w;
+            const int64_t left = j * window.dilation[1] - window.padding[1];
+            const RowSpan span =
+                ValidSpan(left, window.stride[1], width, out_w);
+            T* target = col + n * cs[0] + c * cs[1] + k * cs[2];
+            for (int64_t oh = 0; oh < out_h; ++oh) {
+              T* dst = target + oh * cs[3];
+              const int64_t ih = oh * window.stride[0] - window.padding[0] +
+                                 i * window.dilation[0];
+              if (ih < 0 || ih >= height) {
+                for (int64_t ow = 0; ow < out_w; ++ow) dst[ow * cs[4]] = pad;
+                continue;
+              }
+              const T* row = source + ih * is[2];
+              for (int64_t ow = 0; ow < span.begin; ++ow) dst[ow * cs[4]] = pad;
+              if (unit) {
+                std::copy(row + span.begin + left, row + span.end + left,
+                          dst + span.begin);
+              } else {
+                for (int64_t ow = span.begin; ow < span.end; ++ow) {
+                  dst[ow * cs[4]] = row[(ow * window.stride[1] + left) * is[3]];
+                }
+              }
+              for (int64_t ow = span.end; ow < out_w; ++ow)
+                dst[ow * cs[4]] = pad;
+            }
+          }
+        }
+      });
+}
+
+template <class T>
+void Col2ImTyped(const TensorBase& input_grad, const TensorBase& columns,
+                 const Window2dGeometry& window) {
+  const Shape& in_shape = input_grad.shape();
+  const int64_t channels = in_shape[1], height = in_shape[2];
+  const int64_t width = in_shape[3];
+  const int64_t kernel_w = window.kernel[1];
+  const int64_t area = window.kernel[0] * kernel_w;
+  const int64_t out_h = columns.shape()[3], out_w = columns.shape()[4];
+  const Shape& cs = columns.strides();
+  const T* col = columns.data_as<const T>();
+  T* out = input_grad.data_as<T>();
+  const bool unit = cs[4] == 1 && window.stride[1] == 1;
+  ParallelFor(
+      in_shape[0] * channels, PlaneGrain(area * out_h * out_w),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t plane = begin; plane < end; ++plane) {
+          const int64_t n = plane / channels, c = plane % channels;
+          T* target = out + plane * height * width;
+          std::fill(target, target + height * width, T(0));
+          for (int64_t k = 0; k < area; ++k) {
+            const int64_t i = k / kernel_w, j = k % kernel_w;
+            const int64_t left = j * window.dilation[1] - window.padding[1];
+            const RowSpan span =
+                ValidSpan(left, window.stride[1], width, out_w);
+            const T* source = col + n * cs[0] + c * cs[1] + k * cs[2];
+            for (int64_t oh = 0; oh < out_h; ++oh) {
+              const int64_t ih = oh * window.stride[0] - window.padding[0] +
+                                 i * window.dilation[0];
+              if (ih < 0 || ih >= height) continue;
+              const T* src = source + oh * cs[3];
+              T* row = target + ih * width + left;
+              if (unit) {
+                for (int64_t ow = span.begin; ow < span.end; ++ow) {
+                  row[ow] += src[ow];
+                }
+              } else {
+                for (int64_t ow = span.begin; ow < span.end; ++ow) {
+                  row[ow * window.stride[1]] += src[ow * cs[4]];
+                }
+              }
+            }
+          }
+        }
+      });
+}
+
+template <class T>
+void MaxPool2dTyped(const TensorBase& out, const TensorBase& argmax,
+                    const TensorBase& input, const Window2dGeometry& window) {
+  const Shape& in_shape = input.shape();
+  const int64_t channels = in_shape[1], height = in_shape[2];
+  const int64_t width = in_shape[3];
+  const int64_t out_h = out.shape()[2], out_w = out.shape()[3];
+  const Shape& is = input.strides();
+  const T* in = input.data_as<const T>();
+  T* result = out.data_as<T>();
+  int64_t* indices = argmax.defined() ? argmax.data_as<int64_t>() : nullptr;
+  const int64_t area = window.kernel[0] * window.kernel[1];
+  ParallelFor(
+      in_shape[0] * channels, PlaneGrain(area * out_h * out_w),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t plane = begin; plane < end; ++plane) {
+          const int64_t n = plane / channels, c = plane % channels;
+          const T* source = in + n * is[0] + c * is[1];
+          for (int64_t oh = 0; oh < out_h; ++oh) {
+            const int64_t top = oh * window.stride[0] - window.padding[0];
+            for (int64_t ow = 0; ow < out_w; ++ow) {
+              const int64_t left = ow * window.stride[1] - window.padding[1];
+              T best = T(0);
+              int64_t best_cell = -1;
+              for (int64_t i = 0; i < window.kernel[0]; ++i) {
+                const int64_t ih = top + i * window.dilation[0];
+                if (ih < 0 || ih >= height) continue;
+                for (int64_t j = 0; j < window.kernel[1]; ++j) {
+                  const int64_t iw = left + j * window.dilation[1];
+                  if (iw < 0 || iw >= width) continue;
+                  const T value = source[ih * is[2] + iw * is[3]];
+                  // NaN wins and then stays (PyTorch's rule).
+                  if (best_cell < 0 || value > best ||
+                      (std::isnan(value) && !std::isnan(best))) {
+                    best = value;
+                    best_cell = ih * width + iw;
+                  }
+                }
+              }
+              const int64_t at = (plane * out_h + oh) * out_w + ow;
+              result[at] =
+                  best_cell < 0 ? -std::numeric_limits<T>::infinity() : best;
+              if (indices != nullptr) indices[at] = best_cell;
+            }
+          }
+        }
+      });
+}
+
+template <class T>
+void MaxPool2dBackwardTyped(const TensorBase& input_grad,
+                            const TensorBase& grad, const TensorBase& argmax) {
+  const Shape& in_shape = input_grad.shape();
+  const int64_t channels = in_shape[1];
+  const int64_t plane_size = in_shape[2] * in_shape[3];
+  const int64_t out_h = grad.shape()[2], out_w = grad.shape()[3];
+  const Shape& gs = grad.strides();
+  const T* g = grad.data_as<const T>();
+  const int64_t* indices = argmax.data_as<const int64_t>();
+  T* out = input_grad.data_as<T>();
+  ParallelFor(in_shape[0] * channels, PlaneGrain(plane_size + out_h * out_w),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t plane = begin; plane < end; ++plane) {
+                  const int64_t n = plane / channels, c = plane % channels;
+                  T* target = out + plane * plane_size;
+                  std::fill(target, target + plane_size, T(0));
+                  const T* source = g + n * gs[0] + c * gs[1];
+                  const int64_t* index = indices + plane * out_h * out_w;
+                  for (int64_t oh = 0; oh < out_h; ++oh) {
+                    for (int64_t ow = 0; ow < out_w; ++ow) {
+                      const int64_t cell = index[oh * out_w + ow];
+                      if (cell >= 0)
+                        target[cell] += source[oh * gs[2] + ow * gs[3]];
+                    }
+                  }
+                }
+              });
+}
+
+// DispatchWindowFloat() runs f.template operator()<T>() for f32 and f64.
+template <class F>
+void DispatchWindowFloat(DType dtype, const char* op, F&& f) {
+  if (dtype == DType::kF32) {
+    f.template operator()<float>();
+  } else if (dtype == DType::kF64) {
+    f.template operator()<double>();
+  } else {
+    KINDLING_CHECK(false, "cpu %s: dtype %s is not implemented (f32, f64)", op,
+                   std::string(DTypeName(dtype)));
+  }
+}
+
+}  // namespace
+
+void Im2ColKernel(const TensorBase& columns, const TensorBase& input,
+                  const Window2dGeometry& window, double pad_value) {
+  DispatchWindowFloat(input.dtype(), "im2col", [&]<class T>() {
+    Im2ColTyped<T>(columns, input, window, pad_value);
+  });
+}
+
+void Col2ImKernel(const TensorBase& input_grad, const TensorBase& columns,
+                  const Window2dGeometry& window) {
+  DispatchWindowFloat(input_grad.dtype(), "col2im", [&]<class T>() {
+    Col2ImTyped<T>(input_grad, columns, window);
+  });
+}
+
+void MaxPool2dKernel(const TensorBase& out, const TensorBase& argmax,
+                     const TensorBase& input, const Window2dGeometry& window) {
+  DispatchWindowFloat(input.dtype(), "max_pool2d", [&]<class T>() {
+    MaxPool2dTyped<T>(out, argmax, input, window);
+  });
+}
+
+void MaxPool2dBackwardKernel(const TensorBase& input_grad,
+                             const TensorBase& grad, const TensorBase& argmax) {
+  DispatchWindowFloat(
+      input_grad.dtype(), "max_pool2d backward",
+      [&]<class T>() { MaxPool2dBackwardTyped<T>(input_grad, grad, argmax); });
+}
+
+}  // namespace kindling::cpu

@@ -1,0 +1,66 @@
+// Sliding-window ops on NCHW tensors: im2col and col2im (convolution as one
+// GEMM) and max pooling with the argmax its gradient needs. See ops.h for
+// the conventions all ops share; Window2dGeometry (backend.h) defines the
+// window.
+//
+// These are kernels, not differentiable ops: they record no autodiff node
+// and their results never require grad. The layers that use them (Conv2d,
+// MaxPool2d, Patches in runtime/kindling/nn) record one fused node each,
+// whose backward calls the adjoint here.
+//
+//   TensorBase columns = ops::Im2Col(images, window, 0.0);  // [C*K, N*L]
+//   TensorBase out = ops::Matmul(weight.Reshape({O, C * K}), columns);
+#ifndef KINDLING_TENSOR_WINDOW_OPS_H_
+#define KINDLING_TENSOR_WINDOW_OPS_H_
+
+#include <cstdint>
+
+#include "kindling/tensor/backend.h"
+#include "kindling/tensor/tensor_base.h"
+
+namespace kindling::ops {
+
+// Window2dOutputSize() is the number of window positions along `axis`
+// (0: height, 1: width) for an input of `input` cells. Aborts if a window
+// field is not positive (padding: negative) or the window never fits.
+int64_t Window2dOutputSize(const Window2dGeometry& window, int axis,
+                           int64_t input);
+
+// Im2Col(): input [N, C, H, W] -> the contiguous columns matrix
+// [C * KH * KW, N * OH * OW]: row c * K + k, column (n * OH + oh) * OW + ow
+// holds the input cell under kernel entry k = i * KW + j of window position
+// (oh, ow) in plane (n, c), or `pad_value` on padding. Laid out so that
+// weight [O, C * K] x columns is the whole batch's convolution in one GEMM
+// (output [O, N, OH, OW]).
+TensorBase Im2Col(const TensorBase& input, const Window2dGeometry& window,
+                  double pad_value);
+
+// Col2Im(): the adjoint of Im2Col: columns [C * KH * KW, N * OH * OW] (any
+// view) -> [N, C, H, W] (`input_shape`), each input cell the sum of the
+// column entries Im2Col read from it; entries on padding are dropped.
+TensorBase Col2Im(const TensorBase& columns, const Window2dGeometry& window,
+                  const Shape& input_shape);
+
+// MaxPool2dResult: the pooled values and, when asked for, each window's
+// argmax as h * W + w in its input plane (i64, [N, C, OH, OW]).
+struct MaxPool2dResult {
+  TensorBase output;  // [N, C, OH, OW]
+  TensorBase argmax;  // [N, C, OH, OW] i64, or undefined
+};
+
+// MaxPool2d(): [N, C, H, W] -> the maximum of each window (padding never
+// wins; ties go to the first cell in kernel order), with the argmax when
+// `with_argmax`. A window that covers only padding gives -infinity and
+// argmax -1 (its gradient is dropped).
+MaxPool2dResult MaxPool2d(const TensorBase& input,
+                          const Window2dGeometry& window, bool with_argmax);
+
+// MaxPool2dBackward(): grad [N, C, OH, OW] routed to each window's argmax
+// cell of a zero [N, C, H, W] (`input_shape`), summed where windows share
+// a maximum.
+TensorBase MaxPool2dBackward(const TensorBase& grad, const TensorBase& argmax,
+                             const Shape& input_shape);
+
+}  // namespace kindling::ops
+
+#endif  // KINDLING_TENSOR_WINDOW_OPS_H_
