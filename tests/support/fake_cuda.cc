@@ -174,6 +174,25 @@ class FakeCudaBackend final : public Backend {
                   const TensorBase& src) override {
     Cpu("ScatterAdd", {&out, &index, &src}).ScatterAdd(out, axis, index, src);
   }
+  void Im2Col(const TensorBase& columns, const TensorBase& input,
+              const Window2dGeometry& window, double pad_value) override {
+    Cpu("Im2Col", {&columns, &input}).Im2Col(columns, input, window, pad_value);
+  }
+  void Col2Im(const TensorBase& input_grad, const TensorBase& columns,
+              const Window2dGeometry& window) override {
+    Cpu("Col2Im", {&input_grad, &columns}).Col2Im(input_grad, columns, window);
+  }
+  void MaxPool2d(const TensorBase& out, const TensorBase& argmax,
+                 const TensorBase& input,
+                 const Window2dGeometry& window) override {
+    Cpu("MaxPool2d", {&out, &argmax, &input})
+        .MaxPool2d(out, argmax, input, window);
+  }
+  void MaxPool2dBackward(const TensorBase& input_grad, const TensorBase& grad,
+                         const TensorBase& argmax) override {
+    Cpu("MaxPool2dBackward", {&input_grad, &grad, &argmax})
+        .MaxPool2dBackward(input_grad, grad, argmax);
+  }
 
  private:
   // Cpu() checks that the defined tensors among `tensors` share one fake
