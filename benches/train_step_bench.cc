@@ -6,6 +6,13 @@
 //
 //   BM_TrainStep/L/W/B    one step of L layers of width W on a batch of B
 //     ms_per_step          time of one step (forward + backward + Adam)
+//     ratio_vs_gemm        step time / the time of the step's GEMMs alone
+//                          (20 forward, 19 input-gradient and 20
+//                          weight-gradient products of the same shapes,
+//                          through matmul() without autodiff), run after
+//                          every step with the timer paused. The GEMMs are
+//                          the FLOP limit; what is above 1.0 is everything
+//                          else (bias, ReLU, loss, Adam, allocation).
 //     allocs_per_step      tensor allocations per step after the first
 //                          (MemoryStats::allocation_count). Every step
 //                          allocates the same tensors (activations, their
@@ -121,6 +128,37 @@ bool ResetPeakResident() {
   return clear_refs.good();
 }
 
+// StepGemms is the GEMM work of one step with autodiff out of the loop: the
+// forward product of every layer, the input gradient of every layer but the
+// first (its input needs none) and the weight gradient of every layer.
+class StepGemms {
+ public:
+  StepGemms(const Model& model, int64_t batch) {
+    PhiloxGenerator generator(11);
+    for (const nn::Linear& layer : model.layers) {
+      const Tensor<2> weight = layer.weight->detach();
+      const int64_t in = weight.base().shape()[0];
+      const int64_t out = weight.base().shape()[1];
+      weights_.push_back(weight);
+      inputs_.push_back(Tensor<2>::RandomNormal({batch, in}, generator));
+      output_grads_.push_back(Tensor<2>::RandomNormal({batch, out}, generator));
+    }
+  }
+
+  void Run() const {
+    for (size_t i = 0; i < weights_.size(); ++i) {
+      benchmark::DoNotOptimize(matmul(inputs_[i], weights_[i]));
+      if (i > 0) {
+        benchmark::DoNotOptimize(matmul(output_grads_[i], weights_[i].t()));
+      }
+      benchmark::DoNotOptimize(matmul(inputs_[i].t(), output_grads_[i]));
+    }
+  }
+
+ private:
+  std::vector<Tensor<2>> weights_, inputs_, output_grads_;
+};
+
 // One step; returns the tensor bytes the forward left live for Backward()
 // (the graph's saved tensors and the loss).
 int64_t Step(Model& model, const Batch& batch, Optimizer& optimizer,
@@ -157,33 +195,52 @@ void BM_TrainStep(benchmark::State& state) {
   const int64_t second_step_allocations =
       GetMemoryStats(Device::Cpu()).allocation_count - count;
 
+  // The GEMM peer's operands stay live through the timed steps: their bytes
+  // are taken out of both peaks.
+  const int64_t live_before_gemms = GetMemoryStats(Device::Cpu()).bytes_live;
+  const StepGemms gemms(model, batch_size);
+  const int64_t gemm_bytes =
+      GetMemoryStats(Device::Cpu()).bytes_live - live_before_gemms;
+  gemms.Run();  // faults its buffers in before the peaks are reset
   ResetMemoryStats(Device::Cpu());
   const bool rss_peak_reset = ResetPeakResident();
   int64_t graph_bytes = 0;
   int64_t last_step_allocations = 0;
+  int64_t step_allocations = 0;
   double step_seconds = 0;
+  double gemm_seconds = 0;
+  int64_t peak_bytes = 0;
   for (auto _ : state) {
     count = GetMemoryStats(Device::Cpu()).allocation_count;
     const auto start = std::chrono::steady_clock::now();
     graph_bytes = Step(model, batch, optimizer, state);
     step_seconds += Seconds(std::chrono::steady_clock::now() - start);
-    last_step_allocations =
-        GetMemoryStats(Device::Cpu()).allocation_count - count;
+    const MemoryStats after_step = GetMemoryStats(Device::Cpu());
+    last_step_allocations = after_step.allocation_count - count;
+    step_allocations += last_step_allocations;
+    peak_bytes = std::max(peak_bytes, after_step.peak_bytes);
+    state.PauseTiming();
+    const auto gemm_start = std::chrono::steady_clock::now();
+    gemms.Run();
+    gemm_seconds += Seconds(std::chrono::steady_clock::now() - gemm_start);
+    ResetMemoryStats(Device::Cpu());  // the next peak is the next step's
+    state.ResumeTiming();
   }
-  const MemoryStats stats = GetMemoryStats(Device::Cpu());
   const double iterations = static_cast<double>(state.iterations());
   const double four_x = 4.0 * model_bytes;
   state.counters["ms_per_step"] = 1e3 * step_seconds / iterations;
-  state.counters["allocs_per_step"] = stats.allocation_count / iterations;
+  state.counters["ratio_vs_gemm"] = step_seconds / gemm_seconds;
+  state.counters["allocs_per_step"] = step_allocations / iterations;
   state.counters["alloc_growth"] =
       static_cast<double>(last_step_allocations - second_step_allocations);
   state.counters["peak_vs_4x_model"] =
-      static_cast<double>(stats.peak_bytes - live_before) / four_x;
+      static_cast<double>(peak_bytes - gemm_bytes - live_before) / four_x;
   state.counters["activations_vs_model"] =
       static_cast<double>(graph_bytes) / model_bytes;
   if (rss_peak_reset) {
     state.counters["peak_rss_vs_4x_model"] =
-        static_cast<double>(ResidentBytes("VmHWM") - rss_before) / four_x;
+        static_cast<double>(ResidentBytes("VmHWM") - gemm_bytes - rss_before) /
+        four_x;
   }
   state.counters["model_MiB"] = model_bytes / double{1 << 20};
 }
