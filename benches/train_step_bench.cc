@@ -46,6 +46,7 @@
 #include "benches/bench_models.kindling.h"
 #include "benchmark/benchmark.h"
 #include "kindling/autodiff/backward.h"
+#include "kindling/backend/cpu/cpu_allocator.h"
 #include "kindling/module/erased.h"
 #include "kindling/nn/loss.h"
 #include "kindling/optim/optimizer.h"
@@ -180,6 +181,9 @@ void BM_TrainStep(benchmark::State& state) {
   const int layers = static_cast<int>(state.range(0));
   const int64_t width = state.range(1);
   const int64_t batch_size = state.range(2);
+  // Each repetition starts with the allocator's cache empty, so the RSS
+  // baseline does not already hold the previous repetition's blocks.
+  cpu::TheCpuAllocator().EmptyCache();
   const int64_t rss_before = ResidentBytes("VmRSS");
   const int64_t live_before = GetMemoryStats(Device::Cpu()).bytes_live;
   Model model = MakeModel(layers, width);
