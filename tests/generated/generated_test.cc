@@ -12,6 +12,7 @@
 #include "kindling/nn/batch_norm.kindling.h"
 #include "kindling/nn/layer_norm.kindling.h"
 #include "kindling/nn/linear.kindling.h"
+#include "kindling/tensor/grad_mode.h"
 #include "kindling/tensor/memory_stats.h"
 #include "tests/generated/models.kindling.h"
 
@@ -183,9 +184,13 @@ TEST(GeneratedTest, ForkOnTheSameDeviceSharesNoStorage) {
       forked.trunk.fc1.weight->shares_storage_with(*net.trunk.fc1.weight));
   EXPECT_FALSE(forked.bn.running_mean.value().shares_storage_with(
       net.bn.running_mean.value()));
-  // An in-place update of the fork does not reach the original.
+  // An in-place update of the fork does not reach the original. Parameter
+  // values are leaves that require grad: write them under a NoGradGuard.
   Tensor<2> worker_weight = *forked.trunk.fc1.weight;
-  worker_weight.fill_(0.0);
+  {
+    kindling::NoGradGuard no_grad;
+    worker_weight.fill_(0.0);
+  }
   EXPECT_NE(0.0f, net.trunk.fc1.weight->to_data<float>()[0]);
 }
 

@@ -20,6 +20,7 @@
 #include "kindling/module/record.h"
 #include "kindling/module/visit.h"
 #include "kindling/record/safetensors_file.h"
+#include "kindling/tensor/grad_mode.h"
 #include "kindling/tensor/memory_stats.h"
 #include "tests/record/record_test_modules.kindling.h"
 
@@ -134,6 +135,7 @@ TEST(CheckpointTest, BorrowedParamsOutliveTheReplacedFile) {
   ASSERT_TRUE(SaveModule(MakeFilledNet(100.0f), path).ok());
   EXPECT_EQ(0.0f, Values(loaded.input.weight)[0]);
   Tensor<2> weight = *loaded.input.weight;
+  kindling::NoGradGuard no_grad;  // parameter values are leaves
   weight.add_(Tensor<2>::Ones({3, 4}));
   EXPECT_EQ(1.0f, weight.to_data<float>()[0]);
   EXPECT_EQ(1.0f, Values(loaded.input.weight)[0]);
@@ -153,7 +155,10 @@ TEST(CheckpointTest, InPlaceWritesToLoadedParamsReachEveryHandleNotTheFile) {
 
   Tensor<2> w = *loaded.input.weight;
   Tensor<2> other = *loaded.input.weight;
-  w.sub_(Tensor<2>::Ones({3, 4}));
+  {
+    kindling::NoGradGuard no_grad;  // parameter values are leaves
+    w.sub_(Tensor<2>::Ones({3, 4}));
+  }
   std::vector<float> want = original;
   for (float& value : want) value -= 1.0f;
   EXPECT_EQ(want, w.to_data<float>());

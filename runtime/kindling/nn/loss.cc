@@ -93,7 +93,8 @@ Tensor<0> CrossEntropy(const Tensor<2>& logits_tensor,
   // d logits = grad * (softmax(logits) - q) / B.
   return Tensor<0>(autograd::Record(
       "cross_entropy", {logits}, std::move(loss),
-      [log_probabilities = log_probabilities.Detach(), labels = labels.Detach(),
+      [log_probabilities = log_probabilities.Detach(),
+       labels = SavedTensor(labels),
        label_smoothing](const TensorBase& grad) -> GradList {
         const int64_t batch = log_probabilities.shape()[0];
         const int64_t classes = log_probabilities.shape()[1];
@@ -167,12 +168,12 @@ TensorBase BinaryCrossEntropyWithLogits(const TensorBase& logits,
   // d x = grad * (sigmoid(x) - t) / numel; d t = -grad * x / numel.
   return autograd::Record(
       "binary_cross_entropy_with_logits", {logits, targets}, std::move(loss),
-      [logits = logits.Detach(), targets = targets.Detach(),
+      [logits = SavedTensor(logits), targets = SavedTensor(targets),
        need_logits = logits.is_require_grad(),
        need_targets =
            targets.is_require_grad()](const TensorBase& grad) -> GradList {
         const TensorBase scale = ops::BinaryScalar(
-            BinaryOp::kDiv, grad, static_cast<double>(logits.numel()));
+            BinaryOp::kDiv, grad, static_cast<double>(logits.get().numel()));
         TensorBase d_logits, d_targets;
         if (need_logits) {
           d_logits = ops::Binary(

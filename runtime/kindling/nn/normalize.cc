@@ -112,7 +112,7 @@ TensorBase Normalize(const char* name, const TensorBase& input,
   return autograd::Record(
       name, {input, gamma, beta}, std::move(output),
       [xhat = normalized->xhat.Detach(), rstd = normalized->rstd.Detach(),
-       gamma = gamma.Detach(), grouping, input_shape = input.shape(),
+       gamma = SavedTensor(gamma), grouping, input_shape = input.shape(),
        need_input = input.is_require_grad(),
        need_gamma = gamma.is_require_grad(),
        need_beta = beta.is_require_grad()](const TensorBase& grad) {

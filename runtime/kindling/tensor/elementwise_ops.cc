@@ -156,12 +156,13 @@ TensorBase Unary(UnaryOp op, const TensorBase& in, double arg0, double arg1) {
   const bool reads_result = op == UnaryOp::kExp || op == UnaryOp::kSqrt ||
                             op == UnaryOp::kGelu || op == UnaryOp::kSigmoid ||
                             op == UnaryOp::kTanh;
-  return autograd::Record(name, {in}, out,
-                          [op, x = reads_input ? in.Detach() : TensorBase(),
-                           y = reads_result ? out.Detach() : TensorBase(), arg0,
-                           arg1](const TensorBase& grad) -> GradList {
-                            return {UnaryGradient(op, grad, x, y, arg0, arg1)};
-                          });
+  return autograd::Record(
+      name, {in}, out,
+      [op, x = reads_input ? SavedTensor(in) : SavedTensor(),
+       y = reads_result ? SavedTensor(out) : SavedTensor(), arg0,
+       arg1](const TensorBase& grad) -> GradList {
+        return {UnaryGradient(op, grad, x, y, arg0, arg1)};
+      });
 }
 
 namespace {
@@ -271,10 +272,10 @@ TensorBase Binary(BinaryOp op, const TensorBase& lhs, const TensorBase& rhs) {
       (op == BinaryOp::kDiv || op == BinaryOp::kPow) && need_b;
   return autograd::Record(
       name, {lhs, rhs}, out,
-      [op, a = reads_a ? lhs.Detach() : TensorBase(),
-       b = reads_b ? rhs.Detach() : TensorBase(),
-       y = reads_result ? out.Detach() : TensorBase(), a_shape = lhs.shape(),
-       b_shape = rhs.shape(), need_a,
+      [op, a = reads_a ? SavedTensor(lhs) : SavedTensor(),
+       b = reads_b ? SavedTensor(rhs) : SavedTensor(),
+       y = reads_result ? SavedTensor(out) : SavedTensor(),
+       a_shape = lhs.shape(), b_shape = rhs.shape(), need_a,
        need_b](const TensorBase& grad) -> GradList {
         auto [grad_a, grad_b] =
             BinaryGradients(op, grad, a, b, y, need_a, need_b);
@@ -392,7 +393,7 @@ TensorBase Where(const TensorBase& condition, const TensorBase& on_true,
   // Each side gets the gradient where it was picked, zero elsewhere.
   return autograd::Record(
       "where", {condition, on_true, on_false}, std::move(out),
-      [condition = condition.Detach(), true_shape = on_true.shape(),
+      [condition = SavedTensor(condition), true_shape = on_true.shape(),
        false_shape = on_false.shape(), need_true = on_true.is_require_grad(),
        need_false =
            on_false.is_require_grad()](const TensorBase& grad) -> GradList {
@@ -451,6 +452,7 @@ void BinaryInPlace(BinaryOp op, TensorBase& self, const TensorBase& other) {
                  "%s_: shape %s does not broadcast to %s", name,
                  other.shape().ToString(), self.shape().ToString());
   CheckWritableTarget(self, name);
+  autograd::CheckInPlaceWrite(name, self, other);
   self.MakeWritable();
   if (self.numel() == 0) return;
   const DType compute = ComputeDType(self.dtype());
@@ -466,6 +468,7 @@ void BinaryInPlace(BinaryOp op, TensorBase& self, const TensorBase& other) {
 void FillInPlace(TensorBase& self, double value) {
   CheckDefined(self, "fill_");
   CheckWritableTarget(self, "fill_");
+  autograd::CheckInPlaceWrite("fill", self, TensorBase());
   self.MakeWritable();
   if (self.numel() > 0) GetBackend(self.device()).Fill(self, value);
 }
@@ -480,6 +483,7 @@ void AssignInPlace(TensorBase& self, const TensorBase& src) {
                  "assign_: shape %s does not broadcast to %s",
                  src.shape().ToString(), self.shape().ToString());
   CheckWritableTarget(self, "assign_");
+  autograd::CheckInPlaceWrite("assign", self, src);
   self.MakeWritable();
   if (self.numel() > 0) {
     GetBackend(self.device()).Copy(self, src.Expand(self.shape()));

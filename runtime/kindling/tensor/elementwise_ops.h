@@ -30,6 +30,12 @@ TensorBase Where(const TensorBase& condition, const TensorBase& on_true,
 TensorBase MaskFill(const TensorBase& in, const TensorBase& mask, double value);
 
 // --- In place (copy on write for read-only storage) --------------------------
+//
+// In-place writes are not recorded for autodiff. While grad mode is on they
+// refuse a target or a source that requires grad (autograd::
+// CheckInPlaceWrite); under a NoGradGuard anything goes. Each bumps the
+// target storage's version, so a tensor saved for a backward that was
+// written afterwards is caught when backward reads it (saved_tensor.h).
 
 // BinaryInPlace(): self = op(self, other), other broadcast to self's shape.
 void BinaryInPlace(BinaryOp op, TensorBase& self, const TensorBase& other);

@@ -51,6 +51,7 @@ GradList GradNode::Apply(const TensorBase& grad_output, bool release) {
                  "retain_graph to run a graph backward twice",
                  name_);
   GradList grads;
+  autograd_internal::ApplyingNodeScope applying(name_);
   if (release) {
     // Moved out first so the captured tensors die when `backward` does.
     BackwardFn backward = std::move(backward_);
@@ -100,6 +101,30 @@ TensorBase Record(const char* name, std::span<const TensorBase> inputs,
   meta->node =
       std::make_shared<GradNode>(name, std::move(edges), std::move(backward));
   return output.WithAutogradMeta(std::move(meta));
+}
+
+void CheckInPlaceWrite(const char* op, const TensorBase& target,
+                       const TensorBase& source) {
+  if (!IsGradEnabled()) return;
+  if (target.is_require_grad()) {
+    KINDLING_CHECK(!target.is_leaf(),
+                   "%s_: in-place write to %s, a leaf that requires grad, "
+                   "while grad mode is on: the graphs that read it would see "
+                   "the new values. Write under a NoGradGuard (as an "
+                   "optimizer step does) or use the out-of-place op",
+                   op, target.ToString());
+    KINDLING_CHECK(false,
+                   "%s_: in-place write to %s, the result of '%s' in an "
+                   "autodiff graph: in-place ops are not recorded, so its "
+                   "gradient would be wrong. Use the out-of-place op, or "
+                   "write under a NoGradGuard",
+                   op, target.ToString(), target.autograd_meta()->node->name());
+  }
+  KINDLING_CHECK(!source.defined() || !source.is_require_grad(),
+                 "%s_: in-place write from %s, which requires grad, into %s: "
+                 "in-place ops are not recorded, so its gradient would be "
+                 "lost. Use the out-of-place op",
+                 op, source.ToString(), target.ToString());
 }
 
 TensorBase Zeros(const Shape& shape, DType dtype, const Device& device) {

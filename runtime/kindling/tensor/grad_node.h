@@ -14,7 +14,7 @@
 //     if (!autograd::ShouldRecord(x)) return SquareForward(x);
 //     TensorBase y = autograd::Untracked([&] { return SquareForward(x); });
 //     return autograd::Record("square", {x}, std::move(y),
-//         [x = x.Detach()](const TensorBase& grad) -> GradList {
+//         [x = SavedTensor(x)](const TensorBase& grad) -> GradList {
 //           return {ops::Binary(BinaryOp::kMul, grad,
 //                               ops::BinaryScalar(BinaryOp::kMul, x, 2))};
 //         });
@@ -24,9 +24,11 @@
 //   * Return one entry per input, in order; an undefined TensorBase means no
 //     gradient (the input needs none, or it is zero). A defined entry has the
 //     input's shape and dtype (checked).
-//   * Capture saved tensors detached (TensorBase::Detach()): a captured
-//     handle with metadata would keep graph pieces alive, and capturing the
-//     result with its metadata would be a cycle that never frees.
+//   * Capture the inputs and results they read as SavedTensor
+//     (saved_tensor.h): detached, because a captured handle with metadata
+//     would keep graph pieces alive, and capturing the result with its
+//     metadata would be a cycle that never frees; and version-checked, so a
+//     tensor written in place after the forward is caught, not read.
 //   * They run with grad mode off, so ops inside record nothing. Write them
 //     with ops:: and TensorBase views, never a backend's kernels, so they run
 //     on every device.
@@ -49,6 +51,7 @@
 #include "kindling/tensor/autograd_meta.h"
 #include "kindling/tensor/dtype.h"
 #include "kindling/tensor/grad_mode.h"
+#include "kindling/tensor/saved_tensor.h"
 #include "kindling/tensor/shape.h"
 #include "kindling/tensor/tensor_base.h"
 
@@ -138,6 +141,18 @@ inline TensorBase Record(const char* name,
                 std::span<const TensorBase>(inputs.begin(), inputs.size()),
                 std::move(output), std::move(backward));
 }
+
+// CheckInPlaceWrite() aborts, naming `op` and the shapes, when writing
+// `target` in place from `source` (undefined: no source) would go wrong
+// with autodiff. In-place writes are not recorded, so while grad mode is on
+//   * `target` may not require grad: a leaf's value would change under the
+//     graphs that read it (PyTorch refuses this too), and an op result's
+//     gradient would skip the write;
+//   * `source` may not require grad: its gradient would be lost.
+// Under a NoGradGuard every write is allowed: that is how an optimizer, or
+// an initializer, updates parameters. The op:: in-place writers call it.
+void CheckInPlaceWrite(const char* op, const TensorBase& target,
+                       const TensorBase& source);
 
 // SumToShape() reduces `grad`, whose shape is `shape` broadcast (NumPy
 // rules), back to `shape` by summing the broadcast dimensions: the gradient of

@@ -154,14 +154,14 @@ TensorBase IndexSelect(const TensorBase& in, int axis,
   // index broadcast over the other axes.
   return autograd::Record(
       "index_select", {in}, std::move(result),
-      [index = index.Detach(), input_shape = in.shape(),
+      [index = SavedTensor(index), input_shape = in.shape(),
        a](const TensorBase& grad) {
         Shape index_shape;
         for (int axis = 0; axis < grad.rank(); ++axis) {
-          index_shape.push_back(axis == a ? index.numel() : 1);
+          index_shape.push_back(axis == a ? index.get().numel() : 1);
         }
         const TensorBase broadcast =
-            index.Reshape(index_shape).Expand(grad.shape());
+            index.get().Reshape(index_shape).Expand(grad.shape());
         return GradList{ScatterAddInto(input_shape, a, broadcast, grad)};
       });
 }
@@ -185,7 +185,7 @@ TensorBase Gather(const TensorBase& in, int axis, const TensorBase& index) {
   if (!autograd::ShouldRecord(in)) return result;
   return autograd::Record(
       "gather", {in}, std::move(result),
-      [index = index.Detach(), input_shape = in.shape(),
+      [index = SavedTensor(index), input_shape = in.shape(),
        a](const TensorBase& grad) {
         return GradList{ScatterAddInto(input_shape, a, index, grad)};
       });

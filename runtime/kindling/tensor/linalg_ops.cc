@@ -74,7 +74,8 @@ TensorBase Matmul(const TensorBase& lhs, const TensorBase& rhs) {
   TensorBase out = autograd::Untracked(forward);
   return autograd::Record(
       "matmul", {lhs, rhs}, std::move(out),
-      [a = lhs.Detach(), b = rhs.Detach(), need_a = lhs.is_require_grad(),
+      [a = SavedTensor(lhs), b = SavedTensor(rhs),
+       need_a = lhs.is_require_grad(),
        need_b = rhs.is_require_grad()](const TensorBase& grad) -> GradList {
         return {need_a ? MatmulGradLhs(grad, a, b) : TensorBase(),
                 need_b ? MatmulGradRhs(grad, a, b) : TensorBase()};

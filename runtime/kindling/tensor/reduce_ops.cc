@@ -72,8 +72,8 @@ TensorBase Reduce(ReduceOp op, const TensorBase& in, int axis) {
   return autograd::Record(
       name, {in}, out,
       [op, input_shape = in.shape(), a,
-       x = extreme ? in.Detach() : TensorBase(),
-       y = extreme ? out.Detach() : TensorBase()](const TensorBase& grad) {
+       x = extreme ? SavedTensor(in) : SavedTensor(),
+       y = extreme ? SavedTensor(out) : SavedTensor()](const TensorBase& grad) {
         return GradList{ReduceGradient(op, grad, input_shape, x, y, a)};
       });
 }
@@ -132,7 +132,7 @@ TensorBase Softmax(const TensorBase& in, int axis, bool log) {
   TensorBase out = autograd::Untracked(forward);
   return autograd::Record(
       name, {in}, out,
-      [y = out.Detach(), a, log](const TensorBase& grad) -> GradList {
+      [y = SavedTensor(out), a, log](const TensorBase& grad) -> GradList {
         if (grad.numel() == 0) return {grad};
         if (log) {
           // d log_softmax: grad - softmax(x) * sum(grad).

@@ -13,12 +13,22 @@
 // owned one (copy on write), so a tensor loaded from a read-only mapping can
 // still be trained.
 //
-// Thread safety: a Storage's metadata is immutable; its bytes are written only
-// by kernels, and concurrent writes to one storage are the caller's race.
+// Version. Every in-place write bumps the storage's version (through
+// MakeWritable(), which every in-place writer calls first). Autodiff notes
+// the version of each tensor it saves for backward and checks it before
+// backward reads the tensor (saved_tensor.h), so a backward never silently
+// reads values that were overwritten after the forward. The counter is per
+// storage, so a write through any view counts for every view.
+//
+// Thread safety: a Storage's metadata is immutable except the version, an
+// atomic; its bytes are written only by kernels, and concurrent writes to one
+// storage are the caller's race.
 #ifndef KINDLING_TENSOR_STORAGE_H_
 #define KINDLING_TENSOR_STORAGE_H_
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "kindling/tensor/device.h"
@@ -51,6 +61,12 @@ class Storage {
   // is_read_only() is true when writing the bytes is not allowed.
   bool is_read_only() const { return read_only_; }
 
+  // version() counts the in-place writes to these bytes so far.
+  uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  // BumpVersion() records one in-place write; called by
+  // TensorBase::MakeWritable(), before the write.
+  void BumpVersion() { version_.fetch_add(1, std::memory_order_relaxed); }
+
  private:
   Storage(const Device& device, void* data, size_t nbytes, bool borrowed,
           std::shared_ptr<const void> owner, bool read_only);
@@ -61,6 +77,7 @@ class Storage {
   bool borrowed_;
   std::shared_ptr<const void> owner_;
   bool read_only_;
+  std::atomic<uint64_t> version_{0};
 };
 
 }  // namespace kindling

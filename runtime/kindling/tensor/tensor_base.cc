@@ -457,11 +457,13 @@ void TensorBase::CopyToHost(void* host) const {
 
 void TensorBase::MakeWritable() {
   KINDLING_CHECK(storage_ != nullptr, "tensor: use of an undefined tensor");
-  if (!storage_->is_read_only()) return;
-  // The private copy is the same tensor to autodiff: keep the metadata.
-  std::shared_ptr<const AutogradMeta> meta = autograd_;
-  *this = Detach().Clone();
-  autograd_ = std::move(meta);
+  if (storage_->is_read_only()) {
+    // The private copy is the same tensor to autodiff: keep the metadata.
+    std::shared_ptr<const AutogradMeta> meta = autograd_;
+    *this = Detach().Clone();
+    autograd_ = std::move(meta);
+  }
+  storage_->BumpVersion();
 }
 
 std::string TensorBase::ToString() const {

@@ -16,7 +16,8 @@
 // Autodiff: views, Contiguous(), Clone(), To() and ToDevice() of a tensor
 // that requires grad record a node (grad_node.h) when grad mode is on, so
 // gradients flow through them; their backward sits right under each in
-// tensor_base.cc. In-place writers are never recorded and keep the metadata.
+// tensor_base.cc. In-place writers are never recorded and keep the metadata;
+// they refuse tensors in the graph while grad mode is on (elementwise_ops.h).
 #ifndef KINDLING_TENSOR_TENSOR_BASE_H_
 #define KINDLING_TENSOR_TENSOR_BASE_H_
 
@@ -149,9 +150,13 @@ class [[nodiscard]] TensorBase {
   // CopyToHost() writes numel() elements of dtype() to `host`, row-major.
   void CopyToHost(void* host) const;
 
-  // MakeWritable() gives this handle a private owned copy of its elements if
-  // its storage is read-only (copy on write). Other handles keep viewing the
-  // original storage. The handle keeps its autograd metadata.
+  // MakeWritable() prepares this handle for an in-place write: it gives the
+  // handle a private owned copy of its elements if its storage is read-only
+  // (copy on write; other handles keep viewing the original storage), then
+  // bumps the storage's version, so autodiff can tell that tensors it saved
+  // from this storage are stale (saved_tensor.h). Every writer that changes
+  // an existing tensor's elements calls it first. The handle keeps its
+  // autograd metadata.
   void MakeWritable();
 
   // ToString() prints dtype, shape and device, e.g. "Tensor(f32[2, 3], cpu)".
