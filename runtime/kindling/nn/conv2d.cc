@@ -8,6 +8,7 @@
 #include "kindling/core/check.h"
 #include "kindling/tensor/grad_node.h"
 #include "kindling/tensor/ops.h"
+#include "kindling/tensor/saved_tensor.h"
 #include "kindling/tensor/window_ops.h"
 
 namespace kindling::nn {
@@ -57,8 +58,13 @@ ConvolutionForward Convolve(const TensorBase& input, const TensorBase& weight,
 // ConvolutionSaved: what the conv2d node keeps for its backward; each tensor
 // only when the gradient that reads it is needed.
 struct ConvolutionSaved {
-  TensorBase weight;   // detached; defined when the input needs a gradient
-  TensorBase columns;  // detached; defined when the weight needs one
+  // The weight, checked against in-place writes before backward reads it
+  // (an optimizer step taken between forward and backward); defined when
+  // the input needs a gradient.
+  SavedTensor weight;
+  // Detached; Convolve() made it and nobody else can write it. Defined
+  // when the weight needs a gradient.
+  TensorBase columns;
   Shape input_shape;
   Window2d window;
   bool need_bias;
@@ -81,7 +87,7 @@ GradList ConvolutionBackward(const TensorBase& grad,
           .Reshape(Shape{out_channels, grad.numel() / out_channels});
   GradList grads(saved.need_bias ? 3 : 2);
   if (saved.weight.defined()) {
-    const TensorBase kernel = saved.weight.Reshape(
+    const TensorBase kernel = saved.weight.get().Reshape(
         Shape{out_channels, weight_shape.num_elements() / out_channels});
     grads[0] = ops::Col2Im(ops::Matmul(kernel.Transpose(0, 1), grad_matrix),
                            saved.window.Geometry(), saved.input_shape);
@@ -121,7 +127,7 @@ Tensor<4> Conv2d::Forward(const Tensor<4>& input_tensor) const {
     return forward.output;
   });
   ConvolutionSaved saved{
-      input.is_require_grad() ? kernel.Detach() : TensorBase(),
+      input.is_require_grad() ? SavedTensor(kernel) : SavedTensor(),
       kernel.is_require_grad() ? forward.columns.Detach() : TensorBase(),
       in_shape, window, bias_value.is_require_grad()};
   forward = ConvolutionForward();

@@ -16,11 +16,11 @@
 //   * on the CPU, a tensor whose dtype matches the file's and whose bytes are
 //     aligned *borrows* the mapped file (no copy, not counted in
 //     MemoryStats). The mapping is private and writable, so an in-place
-//     write (through any handle, e.g. `Tensor<2> w = *param; w.sub_(g);`)
-//     updates the parameter exactly as for an initialized one; the kernel
-//     copies only the touched pages, and the file is never modified. Others
-//     convert straight from the mapping. So no second copy of the model ever
-//     exists;
+//     write (through any handle, e.g. `Tensor<2> w = *param; w.sub_(g);` under
+//     a NoGradGuard) updates the parameter exactly as for an initialized one;
+//     the kernel copies only the touched pages, and the file is never modified.
+//     Others convert straight from the mapping. So no second copy of the model
+//     ever exists;
 //   * restores each parameter's ParamId from the file's metadata, so
 //     optimizer state keyed by id stays attached;
 //   * is all-or-nothing: every key, rank, shape and dtype is checked before
