@@ -407,9 +407,21 @@ KINDLING_VS_TORCH(BM_Unary, sigmoid, in.matrix.sigmoid());
 KINDLING_VS_TORCH(BM_Unary, gelu, in.matrix.gelu());
 KINDLING_VS_TORCH(BM_Unary, sqrt, in.positive.sqrt());
 
+// PeerBlasThreads: the peer calls OpenBLAS with its own thread pool at the
+// thread count Kindling uses. Kindling's matmul() sets OpenBLAS to one thread
+// on first use (it splits GEMMs over its own pool, backend/cpu/matmul.cc),
+// which would otherwise leave the peer single-threaded after the first
+// matmul() and flatter the ratio.
+class PeerBlasThreads {
+ public:
+  PeerBlasThreads() { openblas_set_num_threads(cpu::MaxThreads()); }
+  ~PeerBlasThreads() { openblas_set_num_threads(1); }
+};
+
 void BM_CblasSgemm(benchmark::State& state) {
   const int n = kMatmulSize;
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.0f);
+  const PeerBlasThreads peer_threads;
   for (auto _ : state) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
                 a.data(), n, b.data(), n, 0.0f, c.data(), n);
@@ -427,6 +439,7 @@ void BM_MatmulF32(benchmark::State& state) {
   const auto b = Tensor<2>::Full({n, n}, 0.25);
   std::vector<float> c(n * n, 0.0f);
   auto sgemm = [&] {
+    const PeerBlasThreads peer_threads;
     const auto start = std::chrono::steady_clock::now();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
                 a.base().data_as<const float>(), n,
