@@ -209,9 +209,9 @@ __global__ void Col2ImGridKernel(Col2ImArgs<T> a) {
 template <class T>
 void LaunchCol2Im(cudaStream_t stream, const TensorBase& input_grad,
                   const TensorBase& columns, const Window2dGeometry& window) {
-  CheckContiguous(input_grad, "col2im", "input_grad");
   const int64_t count = input_grad.numel();
   if (count == 0) return;
+  CheckContiguous(input_grad, "col2im", "input_grad");
   const Col2ImArgs<T> args{
       input_grad.data_as<T>(), columns.data_as<const T>(), StridesOf5(columns),
       MakeWindowShape(input_grad.shape(), columns.shape()[3],
@@ -280,6 +280,8 @@ template <class T>
 void LaunchMaxPool(cudaStream_t stream, const TensorBase& out,
                    const TensorBase& argmax, const TensorBase& input,
                    const Window2dGeometry& window) {
+  const int64_t count = out.numel();
+  if (count == 0) return;
   CheckContiguous(out, "max_pool2d", "out");
   if (argmax.defined()) {
     CheckContiguous(argmax, "max_pool2d", "argmax");
@@ -288,8 +290,6 @@ void LaunchMaxPool(cudaStream_t stream, const TensorBase& out,
         "cuda max_pool2d: argmax %s must be i64 of out's shape %s",
         argmax.ToString(), out.ToString());
   }
-  const int64_t count = out.numel();
-  if (count == 0) return;
   const MaxPoolArgs<T> args{
       out.data_as<T>(),
       argmax.defined() ? argmax.data_as<int64_t>() : nullptr,
@@ -329,15 +329,18 @@ struct ScatterMaxGradOp {
 template <class T>
 void LaunchMaxPoolBackward(cudaStream_t stream, const TensorBase& input_grad,
                            const TensorBase& grad, const TensorBase& argmax) {
-  CheckContiguous(input_grad, "max_pool2d backward", "input_grad");
-  CheckContiguous(argmax, "max_pool2d backward", "argmax");
   KINDLING_CHECK(argmax.dtype() == DType::kI64 &&
                      argmax.shape() == grad.shape() && grad.rank() == 4 &&
                      input_grad.rank() == 4,
                  "cuda max_pool2d backward: argmax %s (i64), grad %s and "
                  "input_grad %s do not fit",
                  argmax.ToString(), grad.ToString(), input_grad.ToString());
-  if (input_grad.numel() == 0) return;  // no plane: grad is empty too
+  // No input cell (no planes, or empty ones): nothing to write, and every
+  // argmax entry is -1 or there is none.
+  if (input_grad.numel() == 0) return;
+  CheckContiguous(input_grad, "max_pool2d backward", "input_grad");
+  if (grad.numel() > 0)
+    CheckContiguous(argmax, "max_pool2d backward", "argmax");
   KINDLING_CUDA_CHECK(cudaMemsetAsync(input_grad.data_as<T>(), 0,
                                       input_grad.numel() * sizeof(T), stream));
   const Shape& in_shape = input_grad.shape();
