@@ -140,6 +140,33 @@ void CudaBackend::ScatterAdd(const TensorBase& out, int axis,
   ScatterAddKernel(on.stream(), out, axis, index, src);
 }
 
+void CudaBackend::Im2Col(const TensorBase& columns, const TensorBase& input,
+                         const Window2dGeometry& window, double pad_value) {
+  const OnDevice on(columns);
+  Im2ColKernel(on.stream(), columns, input, window, pad_value);
+}
+
+void CudaBackend::Col2Im(const TensorBase& input_grad,
+                         const TensorBase& columns,
+                         const Window2dGeometry& window) {
+  const OnDevice on(input_grad);
+  Col2ImKernel(on.stream(), input_grad, columns, window);
+}
+
+void CudaBackend::MaxPool2d(const TensorBase& out, const TensorBase& argmax,
+                            const TensorBase& input,
+                            const Window2dGeometry& window) {
+  const OnDevice on(out);
+  MaxPool2dKernel(on.stream(), out, argmax, input, window);
+}
+
+void CudaBackend::MaxPool2dBackward(const TensorBase& input_grad,
+                                    const TensorBase& grad,
+                                    const TensorBase& argmax) {
+  const OnDevice on(input_grad);
+  MaxPool2dBackwardKernel(on.stream(), input_grad, grad, argmax);
+}
+
 void RegisterCudaBackend() {
   static CudaBackend* const backend = new CudaBackend();
   RegisterBackend(DeviceKind::kCuda, backend);

@@ -54,6 +54,15 @@ class CudaBackend final : public Backend {
                   double max_abs) override;
   void ScatterAdd(const TensorBase& out, int axis, const TensorBase& index,
                   const TensorBase& src) override;
+  void Im2Col(const TensorBase& columns, const TensorBase& input,
+              const Window2dGeometry& window, double pad_value) override;
+  void Col2Im(const TensorBase& input_grad, const TensorBase& columns,
+              const Window2dGeometry& window) override;
+  void MaxPool2d(const TensorBase& out, const TensorBase& argmax,
+                 const TensorBase& input,
+                 const Window2dGeometry& window) override;
+  void MaxPool2dBackward(const TensorBase& input_grad, const TensorBase& grad,
+                         const TensorBase& argmax) override;
 };
 
 // RegisterCudaBackend() registers CudaBackend for DeviceKind::kCuda

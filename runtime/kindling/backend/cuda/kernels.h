@@ -71,6 +71,18 @@ void GatherKernel(cudaStream_t stream, const TensorBase& out,
 void ScatterAddKernel(cudaStream_t stream, const TensorBase& out, int axis,
                       const TensorBase& index, const TensorBase& src);
 
+// window.cu (Conv2d's im2col / col2im, max pooling and its backward).
+void Im2ColKernel(cudaStream_t stream, const TensorBase& columns,
+                  const TensorBase& input, const Window2dGeometry& window,
+                  double pad_value);
+void Col2ImKernel(cudaStream_t stream, const TensorBase& input_grad,
+                  const TensorBase& columns, const Window2dGeometry& window);
+void MaxPool2dKernel(cudaStream_t stream, const TensorBase& out,
+                     const TensorBase& argmax, const TensorBase& input,
+                     const Window2dGeometry& window);
+void MaxPool2dBackwardKernel(cudaStream_t stream, const TensorBase& input_grad,
+                             const TensorBase& grad, const TensorBase& argmax);
+
 // random.cu
 void FillRandomKernel(cudaStream_t stream, const TensorBase& out,
                       RandomDistribution distribution, uint64_t seed,
