@@ -148,6 +148,33 @@ void Col2ImTyped(const TensorBase& input_grad, const TensorBase& columns,
       });
 }
 
+// InteriorWindowMax() is MaxPool2d's window for a position whose cells all
+// lie inside the input (most of them): no bounds checks, and the running
+// maximum is updated with selects rather than branches, which mispredict on
+// real activations. Same rule as the general loop: a larger value or the
+// first NaN replaces the best, so ties keep the first cell in kernel order.
+template <class T>
+void InteriorWindowMax(const T* source, const Shape& is, int64_t top,
+                       int64_t left, int64_t width,
+                       const Window2dGeometry& window, T* out,
+                       int64_t* argmax) {
+  T best = source[top * is[2] + left * is[3]];
+  int64_t best_cell = top * width + left;
+  for (int64_t i = 0; i < window.kernel[0]; ++i) {
+    const int64_t ih = top + i * window.dilation[0];
+    const T* row = source + ih * is[2];
+    for (int64_t j = 0; j < window.kernel[1]; ++j) {
+      const int64_t iw = left + j * window.dilation[1];
+      const T value = row[iw * is[3]];
+      const bool take = value > best || (value != value && best == best);
+      best = take ? value : best;
+      best_cell = take ? ih * width + iw : best_cell;
+    }
+  }
+  *out = best;
+  if (argmax != nullptr) *argmax = best_cell;
+}
+
 template <class T>
 void MaxPool2dTyped(const TensorBase& out, const TensorBase& argmax,
                     const TensorBase& input, const Window2dGeometry& window) {
@@ -168,8 +195,19 @@ void MaxPool2dTyped(const TensorBase& out, const TensorBase& argmax,
           const T* source = in + n * is[0] + c * is[1];
           for (int64_t oh = 0; oh < out_h; ++oh) {
             const int64_t top = oh * window.stride[0] - window.padding[0];
+            const bool rows_inside =
+                top >= 0 &&
+                top + (window.kernel[0] - 1) * window.dilation[0] < height;
             for (int64_t ow = 0; ow < out_w; ++ow) {
               const int64_t left = ow * window.stride[1] - window.padding[1];
+              const int64_t at = (plane * out_h + oh) * out_w + ow;
+              if (rows_inside && left >= 0 &&
+                  left + (window.kernel[1] - 1) * window.dilation[1] < width) {
+                InteriorWindowMax(source, is, top, left, width, window,
+                                  &result[at],
+                                  indices != nullptr ? &indices[at] : nullptr);
+                continue;
+              }
               T best = T(0);
               int64_t best_cell = -1;
               for (int64_t i = 0; i < window.kernel[0]; ++i) {
@@ -187,7 +225,6 @@ void MaxPool2dTyped(const TensorBase& out, const TensorBase& argmax,
                   }
                 }
               }
-              const int64_t at = (plane * out_h + oh) * out_w + ow;
               result[at] =
                   best_cell < 0 ? -std::numeric_limits<T>::infinity() : best;
               if (indices != nullptr) indices[at] = best_cell;
