@@ -18,6 +18,7 @@
 #include "kindling/tensor/grad_mode.h"
 #include "kindling/tensor/memory_stats.h"
 #include "kindling/tensor/tensor.h"
+#include "tests/support/device_leaves.h"
 #include "tests/support/device_test_model.kindling.h"
 #include "tests/support/fake_cuda.h"
 
@@ -25,54 +26,16 @@ namespace {
 
 using devtest::DeviceNet;
 using devtest::DeviceNetConfig;
+using devtest::ExpectSameValues;
+using devtest::LeafBytes;
+using devtest::LeafValue;
+using devtest::ReadLeaves;
 using kindling::Device;
 using kindling::GetMemoryStats;
 using kindling::Tensor;
 using kindling::nn::ForwardMode;
 using kindling::testing::GetFakeCudaCounters;
 using kindling::testing::ResetFakeCudaCounters;
-
-// One parameter or buffer read out: where it lives and its values.
-struct LeafValue {
-  std::string path;
-  Device device;
-  std::vector<float> values;
-};
-
-// Reads every parameter and buffer (initializing lazy ones).
-std::vector<LeafValue> ReadLeaves(const DeviceNet& model) {
-  std::vector<LeafValue> leaves;
-  kindling::VisitParams(model, [&](std::string_view path, const auto& param) {
-    leaves.push_back(
-        {std::string(path), param->device(), param->template to_data<float>()});
-  });
-  kindling::VisitBuffers(model, [&](std::string_view path, const auto& buf) {
-    const auto value = buf.value();
-    leaves.push_back(
-        {std::string(path), value.device(), value.template to_data<float>()});
-  });
-  return leaves;
-}
-
-// The bytes of every parameter and buffer of `model` (f32).
-int64_t LeafBytes(const DeviceNet& model) {
-  int64_t elements = kindling::NumParams(model);
-  kindling::VisitBuffers(model, [&](std::string_view, const auto& buf) {
-    elements += kindling::NumElements(buf.lazy_shape());
-  });
-  return elements * 4;
-}
-
-void ExpectSameValues(const std::vector<LeafValue>& expected,
-                      const std::vector<LeafValue>& actual,
-                      const Device& actual_device) {
-  ASSERT_EQ(expected.size(), actual.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(expected[i].path, actual[i].path);
-    EXPECT_EQ(actual_device, actual[i].device) << actual[i].path;
-    EXPECT_EQ(expected[i].values, actual[i].values) << actual[i].path;
-  }
-}
 
 DeviceNet MakeNet() {
   kindling::SetInitSeed(1234);

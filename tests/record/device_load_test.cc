@@ -17,6 +17,7 @@
 #include "kindling/record/options.h"
 #include "kindling/tensor/memory_stats.h"
 #include "kindling/tensor/tensor.h"
+#include "tests/support/device_leaves.h"
 #include "tests/support/device_test_model.kindling.h"
 #include "tests/support/fake_cuda.h"
 
@@ -24,6 +25,10 @@ namespace {
 
 using devtest::DeviceNet;
 using devtest::DeviceNetConfig;
+using devtest::ExpectSameValues;
+using devtest::LeafBytes;
+using devtest::LeafValue;
+using devtest::ReadLeaves;
 using kindling::Device;
 using kindling::GetMemoryStats;
 using kindling::LoadOptions;
@@ -41,45 +46,6 @@ DeviceNet MakeNet(uint64_t seed, const Device& device = Device::Cpu()) {
   kindling::SetInitSeed(seed);
   return DeviceNetConfig{.d_input = 64, .d_hidden = 96, .d_output = 10}.Init(
       device);
-}
-
-struct LeafValue {
-  std::string path;
-  Device device;
-  std::vector<float> values;
-};
-
-std::vector<LeafValue> ReadLeaves(const DeviceNet& model) {
-  std::vector<LeafValue> leaves;
-  kindling::VisitParams(model, [&](std::string_view path, const auto& param) {
-    leaves.push_back(
-        {std::string(path), param->device(), param->template to_data<float>()});
-  });
-  kindling::VisitBuffers(model, [&](std::string_view path, const auto& buf) {
-    const auto value = buf.value();
-    leaves.push_back(
-        {std::string(path), value.device(), value.template to_data<float>()});
-  });
-  return leaves;
-}
-
-int64_t LeafBytes(const DeviceNet& model) {
-  int64_t elements = kindling::NumParams(model);
-  kindling::VisitBuffers(model, [&](std::string_view, const auto& buf) {
-    elements += kindling::NumElements(buf.lazy_shape());
-  });
-  return elements * 4;
-}
-
-void ExpectSameValues(const std::vector<LeafValue>& expected,
-                      const std::vector<LeafValue>& actual,
-                      const Device& actual_device) {
-  ASSERT_EQ(expected.size(), actual.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(expected[i].path, actual[i].path);
-    EXPECT_EQ(actual_device, actual[i].device) << actual[i].path;
-    EXPECT_EQ(expected[i].values, actual[i].values) << actual[i].path;
-  }
 }
 
 // --- LoadRecord --------------------------------------------------------------
