@@ -16,9 +16,11 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "kindling/core/check.h"
 #include "kindling/tensor/dtype.h"
+#include "kindling/tensor/dtype_dispatch.h"
 #include "kindling/tensor/half.h"
 
 namespace kindling::cpu {
@@ -88,31 +90,6 @@ inline To Convert(From value) {
   }
 }
 
-// DispatchDType() calls f.template operator()<T>() for the storage type.
-template <class F>
-decltype(auto) DispatchDType(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kF32:
-      return f.template operator()<float>();
-    case DType::kF16:
-      return f.template operator()<Half>();
-    case DType::kBF16:
-      return f.template operator()<BFloat16>();
-    case DType::kF64:
-      return f.template operator()<double>();
-    case DType::kI64:
-      return f.template operator()<int64_t>();
-    case DType::kI32:
-      return f.template operator()<int32_t>();
-    case DType::kU8:
-      return f.template operator()<uint8_t>();
-    case DType::kBool:
-      return f.template operator()<bool>();
-  }
-  KINDLING_CHECK(false, "cpu: unknown dtype %d", static_cast<int>(dtype));
-  return f.template operator()<float>();
-}
-
 // DispatchArithmetic() is DispatchDType() for the types arithmetic kernels
 // implement (f32, f64, i64, i32, u8); the front end computes f16 and bf16 in
 // f32, so they, and bool, abort here naming `op`.
@@ -137,26 +114,12 @@ decltype(auto) DispatchArithmetic(DType dtype, const char* op, F&& f) {
   return f.template operator()<float>();
 }
 
-// DispatchFloating() is DispatchDType() for the four floating storage types
-// (f32, f64, f16, bf16): kernels that compute half precision themselves
-// (random fills, optimizer updates) take it; other dtypes abort naming `op`.
+// DispatchFloating() is kindling::DispatchFloating() (dtype_dispatch.h) for
+// the CPU kernels: random fills and optimizer updates compute half precision
+// themselves; other dtypes abort naming `op`.
 template <class F>
 void DispatchFloating(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::kF32:
-      return f.template operator()<float>();
-    case DType::kF64:
-      return f.template operator()<double>();
-    case DType::kF16:
-      return f.template operator()<Half>();
-    case DType::kBF16:
-      return f.template operator()<BFloat16>();
-    default:
-      break;
-  }
-  KINDLING_CHECK(false,
-                 "cpu %s: dtype %s is not floating (f32, f64, f16, bf16)", op,
-                 std::string(DTypeName(dtype)));
+  kindling::DispatchFloating(dtype, "cpu", op, std::forward<F>(f));
 }
 
 }  // namespace kindling::cpu

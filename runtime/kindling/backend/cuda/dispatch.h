@@ -1,41 +1,20 @@
-// Host-side dtype dispatch for the CUDA kernels: DispatchDType(dtype, f) calls
-// f.template operator()<T>() with the storage type of `dtype` (Half and
-// BFloat16 for the 16-bit floats); the narrower dispatchers abort naming the
-// op and dtype, as the CPU backend does (backend/cpu/element.h).
+// Host-side dtype dispatch for the CUDA kernels. DispatchDType (every dtype)
+// comes from kindling/tensor/dtype_dispatch.h; the narrower dispatchers here
+// abort naming the op and dtype, as the CPU backend's do
+// (backend/cpu/element.h).
 #ifndef KINDLING_BACKEND_CUDA_DISPATCH_H_
 #define KINDLING_BACKEND_CUDA_DISPATCH_H_
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "kindling/core/check.h"
 #include "kindling/tensor/dtype.h"
+#include "kindling/tensor/dtype_dispatch.h"
 #include "kindling/tensor/half.h"
 
 namespace kindling::cuda {
-
-template <class F>
-void DispatchDType(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kF32:
-      return f.template operator()<float>();
-    case DType::kF16:
-      return f.template operator()<Half>();
-    case DType::kBF16:
-      return f.template operator()<BFloat16>();
-    case DType::kF64:
-      return f.template operator()<double>();
-    case DType::kI64:
-      return f.template operator()<int64_t>();
-    case DType::kI32:
-      return f.template operator()<int32_t>();
-    case DType::kU8:
-      return f.template operator()<uint8_t>();
-    case DType::kBool:
-      return f.template operator()<bool>();
-  }
-  KINDLING_CHECK(false, "cuda: unknown dtype %d", static_cast<int>(dtype));
-}
 
 // DispatchNumeric(): every dtype but bool (arithmetic kernels; the 16-bit
 // floats compute in f32 and round on store).
@@ -63,24 +42,11 @@ void DispatchNumeric(DType dtype, const char* op, F&& f) {
                  std::string(DTypeName(dtype)));
 }
 
-// DispatchFloating(): f32, f64, f16, bf16.
+// DispatchFloating(): f32, f64, f16, bf16 (kindling::DispatchFloating in
+// dtype_dispatch.h, naming the CUDA backend on other dtypes).
 template <class F>
 void DispatchFloating(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::kF32:
-      return f.template operator()<float>();
-    case DType::kF64:
-      return f.template operator()<double>();
-    case DType::kF16:
-      return f.template operator()<Half>();
-    case DType::kBF16:
-      return f.template operator()<BFloat16>();
-    default:
-      break;
-  }
-  KINDLING_CHECK(false,
-                 "cuda %s: dtype %s is not floating (f32, f64, f16, bf16)", op,
-                 std::string(DTypeName(dtype)));
+  kindling::DispatchFloating(dtype, "cuda", op, std::forward<F>(f));
 }
 
 // DispatchBySize(): an unsigned integer type as wide as one element, for
