@@ -14,8 +14,10 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "kindling/backend/cpu/kernels.h"
+#include "kindling/backend/cpu/max_pool_2x2.h"
 #include "kindling/backend/cpu/parallel.h"
 #include "kindling/core/check.h"
 
@@ -187,6 +189,26 @@ void MaxPool2dTyped(const TensorBase& out, const TensorBase& argmax,
   T* result = out.data_as<T>();
   int64_t* indices = argmax.defined() ? argmax.data_as<int64_t>() : nullptr;
   const int64_t area = window.kernel[0] * window.kernel[1];
+  if constexpr (std::is_same_v<T, float>) {
+    if (FitsMaxPool2x2(input, window)) {
+      ParallelFor(in_shape[0] * channels, PlaneGrain(out_h * out_w),
+                  [&](int64_t begin, int64_t end) {
+                    for (int64_t plane = begin; plane < end; ++plane) {
+                      const int64_t n = plane / channels, c = plane % channels;
+                      const float* source = in + n * is[0] + c * is[1];
+                      for (int64_t oh = 0; oh < out_h; ++oh) {
+                        const int64_t at = (plane * out_h + oh) * out_w;
+                        MaxPool2x2Row(
+                            source + 2 * oh * is[2],
+                            source + (2 * oh + 1) * is[2], out_w,
+                            2 * oh * width, width, result + at,
+                            indices != nullptr ? indices + at : nullptr);
+                      }
+                    }
+                  });
+      return;
+    }
+  }
   ParallelFor(
       in_shape[0] * channels, PlaneGrain(area * out_h * out_w),
       [&](int64_t begin, int64_t end) {

@@ -1,0 +1,128 @@
+// MaxPool2x2Row (the AVX2 2x2 / stride-2 max pool) against a scalar
+// reference of the general kernel's rule, on every row width up to 40 (full
+// eight-window steps plus every tail length), with ties, NaNs and infinities,
+// and with the row's last float at the end of a readable page.
+#include "kindling/backend/cpu/max_pool_2x2.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace kindling::cpu {
+namespace {
+
+struct Pooled {
+  std::vector<float> values;
+  std::vector<int64_t> cells;
+};
+
+// Reference(): each window scanned in kernel order; a larger value or the
+// first NaN replaces the best.
+Pooled Reference(const float* top, const float* bottom, int64_t out_w,
+                 int64_t top_cell, int64_t width) {
+  Pooled pooled;
+  for (int64_t ow = 0; ow < out_w; ++ow) {
+    const float entries[4] = {top[2 * ow], top[2 * ow + 1], bottom[2 * ow],
+                              bottom[2 * ow + 1]};
+    const int64_t offsets[4] = {0, 1, width, width + 1};
+    int best = 0;
+    for (int k = 1; k < 4; ++k) {
+      const bool first_nan =
+          std::isnan(entries[k]) && !std::isnan(entries[best]);
+      if (entries[k] > entries[best] || first_nan) best = k;
+    }
+    pooled.values.push_back(entries[best]);
+    pooled.cells.push_back(top_cell + 2 * ow + offsets[best]);
+  }
+  return pooled;
+}
+
+void ExpectSame(const Pooled& want, const float* values, const int64_t* cells,
+                int64_t out_w) {
+  for (int64_t ow = 0; ow < out_w; ++ow) {
+    if (std::isnan(want.values[ow])) {
+      EXPECT_TRUE(std::isnan(values[ow])) << "window " << ow;
+    } else {
+      EXPECT_EQ(want.values[ow], values[ow]) << "window " << ow;
+    }
+    if (cells != nullptr)
+      EXPECT_EQ(want.cells[ow], cells[ow]) << "window " << ow;
+  }
+}
+
+// Draws small integers (so ties are common), with NaN and +-inf mixed in.
+std::vector<float> RandomRow(std::mt19937& rng, int64_t n) {
+  std::uniform_int_distribution<int> pick(0, 19);
+  std::vector<float> row(n);
+  for (float& x : row) {
+    const int p = pick(rng);
+    x = p == 0   ? std::numeric_limits<float>::quiet_NaN()
+        : p == 1 ? std::numeric_limits<float>::infinity()
+        : p == 2 ? -std::numeric_limits<float>::infinity()
+                 : static_cast<float>(p % 4);
+  }
+  return row;
+}
+
+TEST(MaxPool2x2Test, MatchesReferenceForEveryTailLength) {
+  std::mt19937 rng(11);
+  for (int64_t out_w = 0; out_w <= 40; ++out_w) {
+    for (int trial = 0; trial < 20; ++trial) {
+      const int64_t width = 2 * out_w + trial % 2;  // odd widths too
+      const std::vector<float> top = RandomRow(rng, width);
+      const std::vector<float> bottom = RandomRow(rng, width);
+      const int64_t top_cell = 2 * 3 * width;  // output row 3
+      const Pooled want =
+          Reference(top.data(), bottom.data(), out_w, top_cell, width);
+      // One slot past the row: the kernel must not write it.
+      std::vector<float> values(out_w + 1, -7.0f);
+      std::vector<int64_t> cells(out_w + 1, -7);
+      MaxPool2x2Row(top.data(), bottom.data(), out_w, top_cell, width,
+                    values.data(), cells.data());
+      SCOPED_TRACE(testing::Message() << "out_w " << out_w);
+      ExpectSame(want, values.data(), cells.data(), out_w);
+      EXPECT_EQ(-7.0f, values[out_w]);
+      EXPECT_EQ(-7, cells[out_w]);
+
+      std::vector<float> values_only(out_w + 1, -7.0f);
+      MaxPool2x2Row(top.data(), bottom.data(), out_w, top_cell, width,
+                    values_only.data(), nullptr);
+      ExpectSame(want, values_only.data(), nullptr, out_w);
+      EXPECT_EQ(-7.0f, values_only[out_w]);
+    }
+  }
+}
+
+TEST(MaxPool2x2Test, ReadsNothingPastTheRow) {
+  // Both rows end exactly where an inaccessible page begins: a read of one
+  // float too many faults.
+  const int64_t page = sysconf(_SC_PAGESIZE);
+  char* map = static_cast<char*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(MAP_FAILED, map);
+  ASSERT_EQ(0, mprotect(map + page, page, PROT_NONE));
+  std::mt19937 rng(5);
+  for (int64_t out_w = 1; out_w <= 19; ++out_w) {
+    const int64_t width = 2 * out_w;
+    float* bottom = reinterpret_cast<float*>(map + page) - width;
+    float* top = bottom - width;
+    const std::vector<float> values = RandomRow(rng, 2 * width);
+    std::copy(values.begin(), values.end(), top);
+    const Pooled want = Reference(top, bottom, out_w, 0, width);
+    std::vector<float> out(out_w);
+    std::vector<int64_t> cells(out_w);
+    MaxPool2x2Row(top, bottom, out_w, 0, width, out.data(), cells.data());
+    ExpectSame(want, out.data(), cells.data(), out_w);
+  }
+  munmap(map, 2 * page);
+}
+
+}  // namespace
+}  // namespace kindling::cpu
