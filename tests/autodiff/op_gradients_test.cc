@@ -144,7 +144,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BinaryCase{BinaryOp::kDiv, 0.5, 2},
                       BinaryCase{BinaryOp::kPow, 0.5, 2},
                       BinaryCase{BinaryOp::kMaximum, -2, 2},
-                      BinaryCase{BinaryOp::kMinimum, -2, 2}));
+                      BinaryCase{BinaryOp::kMinimum, -2, 2},
+                      BinaryCase{BinaryOp::kReluBackward, -2, 2}));
 
 TEST(BinaryGradientTest, MaximumSplitsTiesEvenly) {
   const TensorBase a = IndexTensor({1, 2}, {2}).To(DType::kF64);

@@ -61,6 +61,10 @@ enum class BinaryOp {
   kPow,
   kMaximum,
   kMinimum,
+  // lhs where rhs > 0, else 0: ReLU's gradient in one pass (lhs the upstream
+  // gradient, rhs ReLU's input). rhs <= 0 gives 0, so a NaN input passes the
+  // gradient, as PyTorch's threshold_backward does.
+  kReluBackward,
   kEqual,
   kNotEqual,
   kLess,

@@ -105,6 +105,8 @@ const char* BinaryOpName(BinaryOp op) {
       return "maximum";
     case BinaryOp::kMinimum:
       return "minimum";
+    case BinaryOp::kReluBackward:
+      return "relu_backward";
     case BinaryOp::kEqual:
       return "equal";
     case BinaryOp::kNotEqual:
@@ -191,7 +193,7 @@ TensorBase UnaryGradient(UnaryOp op, const TensorBase& grad,
     case UnaryOp::kSqrt:
       return Div(grad, BinaryScalar(BinaryOp::kMul, y, 2));
     case UnaryOp::kRelu:
-      return MaskFill(grad, BinaryScalar(BinaryOp::kLessEqual, x, 0), 0);
+      return Binary(BinaryOp::kReluBackward, grad, x);
     case UnaryOp::kGelu: {
       // d/dx x Phi(x) = Phi(x) + x phi(x). Phi(x) is recovered as y / x
       // (there is no erf op); at x = 0 it is 1/2.
@@ -267,6 +269,7 @@ TensorBase Binary(BinaryOp op, const TensorBase& lhs, const TensorBase& rhs) {
                        op == BinaryOp::kMinimum;
   const bool reads_b = (op == BinaryOp::kMul && need_a) ||
                        op == BinaryOp::kDiv || op == BinaryOp::kPow ||
+                       op == BinaryOp::kReluBackward ||
                        op == BinaryOp::kMaximum || op == BinaryOp::kMinimum;
   const bool reads_result =
       (op == BinaryOp::kDiv || op == BinaryOp::kPow) && need_b;
@@ -338,6 +341,12 @@ std::pair<TensorBase, TensorBase> BinaryGradients(
       }
       return {grad_a, grad_b};
     }
+    case BinaryOp::kReluBackward:
+      // Linear in the gradient it masks; piecewise constant in the input.
+      if (need_a) grad_a = Binary(BinaryOp::kReluBackward, grad, b);
+      if (need_b)
+        grad_b = autograd::Zeros(grad.shape(), grad.dtype(), grad.device());
+      return {grad_a, grad_b};
     default:
       break;
   }

@@ -242,11 +242,11 @@ TEST_F(CudaBackendTest, UnaryOpsMatchOnFloatsAndIntegers) {
 
 TEST_F(CudaBackendTest, BinaryOpsBroadcastAndWorkInPlace) {
   const BinaryOp ops[] = {
-      BinaryOp::kAdd,         BinaryOp::kSub,       BinaryOp::kMul,
-      BinaryOp::kDiv,         BinaryOp::kPow,       BinaryOp::kMaximum,
-      BinaryOp::kMinimum,     BinaryOp::kEqual,     BinaryOp::kNotEqual,
-      BinaryOp::kLess,        BinaryOp::kLessEqual, BinaryOp::kGreater,
-      BinaryOp::kGreaterEqual};
+      BinaryOp::kAdd,      BinaryOp::kSub,          BinaryOp::kMul,
+      BinaryOp::kDiv,      BinaryOp::kPow,          BinaryOp::kMaximum,
+      BinaryOp::kMinimum,  BinaryOp::kReluBackward, BinaryOp::kEqual,
+      BinaryOp::kNotEqual, BinaryOp::kLess,         BinaryOp::kLessEqual,
+      BinaryOp::kGreater,  BinaryOp::kGreaterEqual};
   for (DType dtype :
        {DType::kF32, DType::kF64, DType::kI64, DType::kI32, DType::kU8}) {
     const bool integer = dtype != DType::kF32 && dtype != DType::kF64;

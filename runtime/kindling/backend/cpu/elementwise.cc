@@ -500,6 +500,9 @@ void BinaryTyped(BinaryOp op, const StridedLayout<3>& layout) {
         }
         return a < b ? a : b;
       });
+    case BinaryOp::kReluBackward:
+      return RunBinary<T, T>(layout,
+                             [](T a, T b) { return b <= T(0) ? T(0) : a; });
     case BinaryOp::kEqual:
       return RunBinary<bool, T>(layout, [](T a, T b) { return a == b; });
     case BinaryOp::kNotEqual:

@@ -384,6 +384,12 @@ struct MinimumFn {
     return a < b ? a : b;
   }
 };
+struct ReluBackwardFn {
+  template <class C>
+  __device__ C operator()(C grad, C input) const {
+    return input <= C(0) ? C(0) : grad;
+  }
+};
 struct EqualFn {
   template <class C>
   __device__ bool operator()(C a, C b) const {
@@ -475,6 +481,8 @@ void BinaryTyped(cudaStream_t stream, BinaryOp op,
       return RunBinary<T, T>(stream, indexer, out, lhs, rhs, MaximumFn{});
     case BinaryOp::kMinimum:
       return RunBinary<T, T>(stream, indexer, out, lhs, rhs, MinimumFn{});
+    case BinaryOp::kReluBackward:
+      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, ReluBackwardFn{});
     case BinaryOp::kEqual:
       return RunBinary<bool, T>(stream, indexer, out, lhs, rhs, EqualFn{});
     case BinaryOp::kNotEqual:
