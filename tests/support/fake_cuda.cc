@@ -193,6 +193,22 @@ class FakeCudaBackend final : public Backend {
     Cpu("MaxPool2dBackward", {&input_grad, &grad, &argmax})
         .MaxPool2dBackward(input_grad, grad, argmax);
   }
+  void Conv2d(const TensorBase& out, const TensorBase& input,
+              const TensorBase& weight, const TensorBase& bias,
+              const Window2dGeometry& window) override {
+    Cpu("Conv2d", {&out, &input, &weight, &bias})
+        .Conv2d(out, input, weight, bias, window);
+  }
+  void Conv2dBackward(const TensorBase& input_grad,
+                      const TensorBase& weight_grad,
+                      const TensorBase& bias_grad, const TensorBase& grad,
+                      const TensorBase& input, const TensorBase& weight,
+                      const Window2dGeometry& window) override {
+    Cpu("Conv2dBackward",
+        {&input_grad, &weight_grad, &bias_grad, &grad, &input, &weight})
+        .Conv2dBackward(input_grad, weight_grad, bias_grad, grad, input, weight,
+                        window);
+  }
 
  private:
   // Cpu() checks that the defined tensors among `tensors` share one fake

@@ -290,6 +290,31 @@ class Backend {
   virtual void MaxPool2dBackward(const TensorBase& input_grad,
                                  const TensorBase& grad,
                                  const TensorBase& argmax) = 0;
+
+  // Conv2d(): out[n, o, oh, ow] = bias[o] (0 when `bias` is undefined) plus
+  // the sum over channels c and kernel entries (i, j) of weight[o, c, i, j]
+  // times the input cell entry (i, j) of window position (oh, ow) covers in
+  // plane (n, c) (0 on padding). `out` [N, O, OH, OW], `weight`
+  // [O, C, KH, KW] and `bias` [O] are contiguous; `input` [N, C, H, W] may be
+  // any strided view. f32 and f64.
+  virtual void Conv2d(const TensorBase& out, const TensorBase& input,
+                      const TensorBase& weight, const TensorBase& bias,
+                      const Window2dGeometry& window) = 0;
+
+  // Conv2dBackward(): given `grad` [N, O, OH, OW] (contiguous), the gradient
+  // of a loss with respect to Conv2d()'s output, overwrites each of
+  // `input_grad` [N, C, H, W], `weight_grad` [O, C, KH, KW] and `bias_grad`
+  // [O] that is defined (all contiguous) with the loss's gradient with
+  // respect to that operand; at least one of input_grad and weight_grad is
+  // defined. `input` is read only for weight_grad (it may be any strided
+  // view) and `weight` (contiguous) only for input_grad; either may be
+  // undefined when not read.
+  virtual void Conv2dBackward(const TensorBase& input_grad,
+                              const TensorBase& weight_grad,
+                              const TensorBase& bias_grad,
+                              const TensorBase& grad, const TensorBase& input,
+                              const TensorBase& weight,
+                              const Window2dGeometry& window) = 0;
 };
 
 // RegisterBackend() makes `backend` serve every device of `type`. Called from

@@ -1,9 +1,11 @@
 #include "kindling/tensor/window_ops.h"
 
 #include <cstdint>
+#include <string>
 
 #include "kindling/core/check.h"
 #include "kindling/tensor/op_checks.h"
+#include "kindling/tensor/reduce_ops.h"
 
 namespace kindling::ops {
 
@@ -138,6 +140,131 @@ TensorBase MaxPool2dBackward(const TensorBase& grad, const TensorBase& argmax,
   GetBackend(grad.device())
       .MaxPool2dBackward(input_grad, grad.Detach().To(compute), argmax);
   return input_grad.To(grad.dtype());
+}
+
+namespace {
+
+// CheckConvolution() aborts unless input [N, C, H, W], weight
+// [O, C, KH, KW] with window.kernel == {KH, KW}, and `bias_shape` [O] (when
+// `with_bias`) fit together.
+void CheckConvolution(const Shape& input, const Shape& weight,
+                      const Shape& bias, bool with_bias,
+                      const Window2dGeometry& window, const char* op) {
+  KINDLING_CHECK(weight.rank() == 4 && input.rank() == 4 &&
+                     weight[1] == input[1] && weight[2] == window.kernel[0] &&
+                     weight[3] == window.kernel[1],
+                 "%s: weight %s does not fit input %s under a %dx%d kernel "
+                 "(needs [O, C, KH, KW] with C = the input's channels)",
+                 op, weight.ToString(), input.ToString(), window.kernel[0],
+                 window.kernel[1]);
+  KINDLING_CHECK(!with_bias || (bias.rank() == 1 && bias[0] == weight[0]),
+                 "%s: bias %s does not match the %d output channels of "
+                 "weight %s",
+                 op, bias.ToString(), weight[0], weight.ToString());
+}
+
+// CheckSameKind() aborts unless `other` has `reference`'s dtype and device.
+void CheckSameKind(const TensorBase& reference, const TensorBase& other,
+                   const char* what, const char* op) {
+  KINDLING_CHECK(
+      other.dtype() == reference.dtype() &&
+          other.device() == reference.device(),
+      "%s: %s is %s on %s, the input %s on %s", op, what,
+      std::string(DTypeName(other.dtype())), other.device().ToString(),
+      std::string(DTypeName(reference.dtype())), reference.device().ToString());
+}
+
+// Prepared() is what a backend's convolution reads: detached, in the
+// compute dtype, contiguous where `contiguous` (undefined stays undefined).
+TensorBase Prepared(const TensorBase& tensor, DType compute, bool contiguous) {
+  if (!tensor.defined()) return tensor;
+  const TensorBase converted = tensor.Detach().To(compute);
+  return contiguous ? converted.Contiguous() : converted;
+}
+
+}  // namespace
+
+TensorBase Conv2d(const TensorBase& input, const TensorBase& weight,
+                  const TensorBase& bias, const Window2dGeometry& window) {
+  CheckImages(input, "conv2d");
+  CheckDefined(weight, "conv2d");
+  CheckSameKind(input, weight, "weight", "conv2d");
+  if (bias.defined()) CheckSameKind(input, bias, "bias", "conv2d");
+  CheckConvolution(input.shape(), weight.shape(),
+                   bias.defined() ? bias.shape() : Shape{}, bias.defined(),
+                   window, "conv2d");
+  const Shape& in = input.shape();
+  const Shape out{in[0], weight.shape()[0],
+                  Window2dOutputSize(window, 0, in[2]),
+                  Window2dOutputSize(window, 1, in[3])};
+  const DType compute = ComputeDType(input.dtype());
+  TensorBase output = TensorBase::Empty(out, compute, input.device());
+  if (output.numel() > 0) {
+    GetBackend(input.device())
+        .Conv2d(output, Prepared(input, compute, false),
+                Prepared(weight, compute, true), Prepared(bias, compute, true),
+                window);
+  }
+  return output.To(input.dtype());
+}
+
+Conv2dGradients Conv2dBackward(const TensorBase& grad, const TensorBase& input,
+                               const TensorBase& weight,
+                               const Shape& input_shape,
+                               const Shape& weight_shape,
+                               const Window2dGeometry& window, bool with_bias) {
+  CheckImages(grad, "conv2d backward");
+  CheckConvolution(input_shape, weight_shape, Shape{weight_shape[0]}, with_bias,
+                   window, "conv2d backward");
+  const Shape expected{input_shape[0], weight_shape[0],
+                       Window2dOutputSize(window, 0, input_shape[2]),
+                       Window2dOutputSize(window, 1, input_shape[3])};
+  KINDLING_CHECK(grad.shape() == expected,
+                 "conv2d backward: gradient %s, expected %s for input %s and "
+                 "weight %s",
+                 grad.shape().ToString(), expected.ToString(),
+                 input_shape.ToString(), weight_shape.ToString());
+  if (input.defined()) CheckSameKind(grad, input, "input", "conv2d backward");
+  if (weight.defined()) {
+    CheckSameKind(grad, weight, "weight", "conv2d backward");
+  }
+  const DType compute = ComputeDType(grad.dtype());
+  const Device device = grad.device();
+  Conv2dGradients grads;
+  if (weight.defined()) {
+    grads.input = TensorBase::Empty(input_shape, compute, device);
+  }
+  if (input.defined()) {
+    grads.weight = TensorBase::Empty(weight_shape, compute, device);
+  }
+  if (with_bias) {
+    grads.bias = TensorBase::Empty(Shape{weight_shape[0]}, compute, device);
+  }
+  Backend& backend = GetBackend(device);
+  if (grad.numel() == 0) {
+    // No output: every gradient is zero.
+    for (TensorBase* g : {&grads.input, &grads.weight, &grads.bias}) {
+      if (g->defined() && g->numel() > 0) backend.Fill(*g, 0.0);
+    }
+  } else if (grads.input.defined() || grads.weight.defined()) {
+    backend.Conv2dBackward(grads.input, grads.weight, grads.bias,
+                           Prepared(grad, compute, true),
+                           Prepared(input, compute, false),
+                           Prepared(weight, compute, true), window);
+  } else if (with_bias) {
+    // Only the bias: the gradient summed over everything but the channel.
+    const TensorBase per_sample =
+        Reduce(ReduceOp::kSum,
+               grad.Detach().To(compute).Reshape(
+                   Shape{expected[0], expected[1], expected[2] * expected[3]}),
+               2);
+    grads.bias =
+        Reduce(ReduceOp::kSum, per_sample, 0).Reshape(Shape{weight_shape[0]});
+  }
+  for (TensorBase* g : {&grads.input, &grads.weight, &grads.bias}) {
+    if (g->defined()) *g = g->To(grad.dtype());
+  }
+  return grads;
 }
 
 }  // namespace kindling::ops

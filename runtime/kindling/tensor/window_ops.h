@@ -6,7 +6,8 @@
 // These are kernels, not differentiable ops: they record no autodiff node
 // and their results never require grad. The layers that use them (Conv2d,
 // MaxPool2d, Patches in runtime/kindling/nn) record one fused node each,
-// whose backward calls the adjoint here.
+// whose backward calls the adjoint here (Col2Im, MaxPool2dBackward,
+// Conv2dBackward).
 //
 //   TensorBase columns = ops::Im2Col(images, window, 0.0);  // [C*K, N*L]
 //   TensorBase out = ops::Matmul(weight.Reshape({O, C * K}), columns);
@@ -60,6 +61,30 @@ MaxPool2dResult MaxPool2d(const TensorBase& input,
 // a maximum.
 TensorBase MaxPool2dBackward(const TensorBase& grad, const TensorBase& argmax,
                              const Shape& input_shape);
+
+// Conv2d(): the 2-D convolution (cross-correlation, as in PyTorch) of input
+// [N, C, H, W] with weight [O, C, KH, KW], plus bias [O] when it is defined:
+// [N, O, OH, OW]. `window.kernel` must be {KH, KW}. Aborts naming the
+// mismatch when shapes, dtypes or devices disagree.
+TensorBase Conv2d(const TensorBase& input, const TensorBase& weight,
+                  const TensorBase& bias, const Window2dGeometry& window);
+
+// Conv2dGradients: what Conv2dBackward() computed; undefined where not asked.
+struct Conv2dGradients {
+  TensorBase input;   // [N, C, H, W]
+  TensorBase weight;  // [O, C, KH, KW]
+  TensorBase bias;    // [O]
+};
+
+// Conv2dBackward(): the gradients of Conv2d() for its output gradient `grad`
+// [N, O, OH, OW]: the input's (of `input_shape`) when `weight` is given,
+// since that is what it reads; the weight's (of `weight_shape`) when `input`
+// is given; the bias's when `with_bias`.
+Conv2dGradients Conv2dBackward(const TensorBase& grad, const TensorBase& input,
+                               const TensorBase& weight,
+                               const Shape& input_shape,
+                               const Shape& weight_shape,
+                               const Window2dGeometry& window, bool with_bias);
 
 }  // namespace kindling::ops
 

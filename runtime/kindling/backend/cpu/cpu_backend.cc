@@ -118,6 +118,22 @@ void CpuBackend::MaxPool2dBackward(const TensorBase& input_grad,
   MaxPool2dBackwardKernel(input_grad, grad, argmax);
 }
 
+void CpuBackend::Conv2d(const TensorBase& out, const TensorBase& input,
+                        const TensorBase& weight, const TensorBase& bias,
+                        const Window2dGeometry& window) {
+  Conv2dKernel(out, input, weight, bias, window);
+}
+
+void CpuBackend::Conv2dBackward(const TensorBase& input_grad,
+                                const TensorBase& weight_grad,
+                                const TensorBase& bias_grad,
+                                const TensorBase& grad, const TensorBase& input,
+                                const TensorBase& weight,
+                                const Window2dGeometry& window) {
+  Conv2dBackwardKernel(input_grad, weight_grad, bias_grad, grad, input, weight,
+                       window);
+}
+
 void RegisterCpuBackend() {
   static CpuDeviceMemory* const memory = new CpuDeviceMemory();
   static CpuBackend* const backend = new CpuBackend();

@@ -67,6 +67,16 @@ class CpuBackend final : public Backend {
                  const Window2dGeometry& window) override;
   void MaxPool2dBackward(const TensorBase& input_grad, const TensorBase& grad,
                          const TensorBase& argmax) override;
+
+  // Convolution, one sample per thread at a time (conv2d.cc).
+  void Conv2d(const TensorBase& out, const TensorBase& input,
+              const TensorBase& weight, const TensorBase& bias,
+              const Window2dGeometry& window) override;
+  void Conv2dBackward(const TensorBase& input_grad,
+                      const TensorBase& weight_grad,
+                      const TensorBase& bias_grad, const TensorBase& grad,
+                      const TensorBase& input, const TensorBase& weight,
+                      const Window2dGeometry& window) override;
 };
 
 // RegisterCpuBackend() registers CpuBackend and CpuDeviceMemory

@@ -47,6 +47,16 @@ void MaxPool2dKernel(const TensorBase& out, const TensorBase& argmax,
 void MaxPool2dBackwardKernel(const TensorBase& input_grad,
                              const TensorBase& grad, const TensorBase& argmax);
 
+// conv2d.cc
+void Conv2dKernel(const TensorBase& out, const TensorBase& input,
+                  const TensorBase& weight, const TensorBase& bias,
+                  const Window2dGeometry& window);
+void Conv2dBackwardKernel(const TensorBase& input_grad,
+                          const TensorBase& weight_grad,
+                          const TensorBase& bias_grad, const TensorBase& grad,
+                          const TensorBase& input, const TensorBase& weight,
+                          const Window2dGeometry& window);
+
 }  // namespace kindling::cpu
 
 #endif  // KINDLING_BACKEND_CPU_KERNELS_H_

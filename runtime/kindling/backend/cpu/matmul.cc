@@ -7,24 +7,13 @@
 // row-major (unit column stride) or column-major (unit row stride, passed as
 // transposed); only other layouts are packed first. A batched lhs that is
 // contiguous times a broadcast rhs (the Linear-layer case) is one GEMM with
-// M' = B * M.
-//
-// Threads. OpenBLAS runs single-threaded and a GEMM big enough to be worth
-// it is cut into one slab of rows (or columns) per thread of the kernels' pool
-// (parallel.h), each a single-threaded sgemm. One pool of threads then serves
-// every kernel: Debian's OpenBLAS is the pthreads build, whose workers spin
-// (sched_yield) between calls while OpenMP's workers spin between parallel
-// regions, and on a machine with as many cores as threads the two pools took
-// each other's cores (a profiled MLP epoch spent more time in the two runtimes'
-// wait loops than in sgemm).
-#include <cblas.h>
-
+// M' = B * M. Threads: see gemm.h.
 #include <algorithm>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 #include "kindling/backend/cpu/element.h"
+#include "kindling/backend/cpu/gemm.h"
 #include "kindling/backend/cpu/kernels.h"
 #include "kindling/backend/cpu/parallel.h"
 #include "kindling/core/check.h"
@@ -56,88 +45,6 @@ BlasMatrix DescribeMatrix(int64_t rows, int64_t cols, int64_t row_stride,
     matrix.usable = true;
   }
   return matrix;
-}
-
-template <class T>
-void Gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
-          int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
-          int64_t ldc) {
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
-                ldc);
-  } else if constexpr (std::is_same_v<T, double>) {
-    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c,
-                ldc);
-  } else {
-    // Integers: c [m, n] = a [m, k] x b [k, n], wrapping arithmetic.
-    using U = std::make_unsigned_t<T>;
-    for (int64_t i = 0; i < m; ++i) {
-      U* c_row = reinterpret_cast<U*>(c + i * ldc);
-      for (int64_t j = 0; j < n; ++j) c_row[j] = 0;
-      for (int64_t p = 0; p < k; ++p) {
-        const U a_ip = static_cast<U>(ta == CblasNoTrans ? a[i * lda + p]
-                                                         : a[p * lda + i]);
-        for (int64_t j = 0; j < n; ++j) {
-          const U b_pj = static_cast<U>(tb == CblasNoTrans ? b[p * ldb + j]
-                                                           : b[j * ldb + p]);
-          c_row[j] += a_ip * b_pj;
-        }
-      }
-    }
-  }
-}
-
-// kParallelGemmWork is the fewest multiply-adds (m * n * k) a GEMM needs
-// before it is split across threads: below it, about 20 us of work on one
-// core, the fork/join and the packing each slab repeats cost more than the
-// second core saves.
-constexpr int64_t kParallelGemmWork = int64_t{1} << 18;
-
-// Slabs are multiples of the sgemm micro-kernel's tile (16 x 8 on AVX2 /
-// AVX-512 builds covers both), so no thread ends up with a ragged edge tile
-// the other also has.
-constexpr int64_t kSlabAlign = 16;
-
-// Leaves OpenBLAS's own thread pool idle: GEMMs are split across the kernels'
-// pool threads instead (see the top of this file). Once per process.
-void UseSingleThreadedBlas() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-}
-
-// ParallelGemm() is Gemm() cut into one slab of c per thread, each a
-// single-threaded BLAS call: slabs of rows when m >= n (every slab then
-// re-packs all of op(b), the smaller operand), else slabs of columns.
-template <class T>
-void ParallelGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
-                  int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
-                  T* c, int64_t ldc) {
-  const bool blas = std::is_same_v<T, float> || std::is_same_v<T, double>;
-  const bool split_rows = m >= n;
-  const int64_t extent = split_rows ? m : n;
-  int64_t slabs = blas && m * n * k >= kParallelGemmWork ? MaxThreads() : 1;
-  slabs = std::min(slabs, extent / kSlabAlign);
-  if (slabs <= 1) {
-    Gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
-    return;
-  }
-  ParallelSlabs(slabs, [&](int64_t slab) {
-    const int64_t tiles = (extent + kSlabAlign - 1) / kSlabAlign;
-    const int64_t begin = std::min(extent, tiles * slab / slabs * kSlabAlign);
-    const int64_t end =
-        std::min(extent, tiles * (slab + 1) / slabs * kSlabAlign);
-    if (begin >= end) return;
-    if (split_rows) {
-      // Rows [begin, end) of op(a) and of c.
-      const T* a_rows = ta == CblasNoTrans ? a + begin * lda : a + begin;
-      Gemm<T>(ta, tb, end - begin, n, k, a_rows, lda, b, ldb, c + begin * ldc,
-              ldc);
-    } else {
-      // Columns [begin, end) of op(b) and of c.
-      const T* b_cols = tb == CblasNoTrans ? b + begin : b + begin * ldb;
-      Gemm<T>(ta, tb, m, end - begin, k, a, lda, b_cols, ldb, c + begin, ldc);
-    }
-  });
 }
 
 template <class T>

@@ -19,6 +19,7 @@
 #include "kindling/backend/cpu/kernels.h"
 #include "kindling/backend/cpu/max_pool_2x2.h"
 #include "kindling/backend/cpu/parallel.h"
+#include "kindling/backend/cpu/window_plane.h"
 #include "kindling/core/check.h"
 
 namespace kindling::cpu {
@@ -31,74 +32,26 @@ int64_t PlaneGrain(int64_t work_per_plane) {
       1, kElementGrain / std::max<int64_t>(work_per_plane, 1));
 }
 
-// RowSpan: along one output row, the window positions [begin, end) whose
-// input column ow * stride + offset lies inside [0, width).
-struct RowSpan {
-  int64_t begin;
-  int64_t end;
-};
-
-RowSpan ValidSpan(int64_t offset, int64_t stride, int64_t width,
-                  int64_t out_w) {
-  // Smallest ow with ow * stride + offset >= 0.
-  int64_t begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
-  // Smallest ow with ow * stride + offset >= width.
-  int64_t end =
-      width - offset <= 0 ? 0 : (width - offset + stride - 1) / stride;
-  begin = std::min(begin, out_w);
-  end = std::clamp(end, begin, out_w);
-  return {begin, end};
-}
-
 template <class T>
 void Im2ColTyped(const TensorBase& columns, const TensorBase& input,
                  const Window2dGeometry& window, double pad_value) {
   const Shape& in_shape = input.shape();
-  const int64_t channels = in_shape[1], height = in_shape[2];
-  const int64_t width = in_shape[3];
-  const int64_t kernel_w = window.kernel[1];
-  const int64_t area = window.kernel[0] * kernel_w;
-  const int64_t out_h = columns.shape()[3], out_w = columns.shape()[4];
+  const int64_t channels = in_shape[1];
+  const PlaneGeometry plane{in_shape[2], in_shape[3], columns.shape()[3],
+                            columns.shape()[4]};
+  const int64_t area = window.kernel[0] * window.kernel[1];
   const Shape& is = input.strides();
   const Shape& cs = columns.strides();
   const T* in = input.data_as<const T>();
   T* col = columns.data_as<T>();
-  const T pad = static_cast<T>(pad_value);
-  const bool unit = cs[4] == 1 && is[3] == 1 && window.stride[1] == 1;
   ParallelFor(
-      in_shape[0] * channels, PlaneGrain(area * out_h * out_w),
+      in_shape[0] * channels, PlaneGrain(area * plane.out_h * plane.out_w),
       [&](int64_t begin, int64_t end) {
-        for (int64_t plane = begin; plane < end; ++plane) {
-          const int64_t n = plane / channels, c = plane % channels;
-          const T* source = in + n * is[0] + c * is[1];
-          for (int64_t k = 0; k < area; ++k) {
-            const int64_t i = k / kernel_w, j = k % kernel_w;
-            const int64_t left = j * window.dilation[1] - window.padding[1];
-            const RowSpan span =
-                ValidSpan(left, window.stride[1], width, out_w);
-            T* target = col + n * cs[0] + c * cs[1] + k * cs[2];
-            for (int64_t oh = 0; oh < out_h; ++oh) {
-              T* dst = target + oh * cs[3];
-              const int64_t ih = oh * window.stride[0] - window.padding[0] +
-                                 i * window.dilation[0];
-              if (ih < 0 || ih >= height) {
-                for (int64_t ow = 0; ow < out_w; ++ow) dst[ow * cs[4]] = pad;
-                continue;
-              }
-              const T* row = source + ih * is[2];
-              for (int64_t ow = 0; ow < span.begin; ++ow) dst[ow * cs[4]] = pad;
-              if (unit) {
-                std::copy(row + span.begin + left, row + span.end + left,
-                          dst + span.begin);
-              } else {
-                for (int64_t ow = span.begin; ow < span.end; ++ow) {
-                  dst[ow * cs[4]] = row[(ow * window.stride[1] + left) * is[3]];
-                }
-              }
-              for (int64_t ow = span.end; ow < out_w; ++ow)
-                dst[ow * cs[4]] = pad;
-            }
-          }
+        for (int64_t p = begin; p < end; ++p) {
+          const int64_t n = p / channels, c = p % channels;
+          Im2ColPlane(in + n * is[0] + c * is[1], is[2], is[3], plane, window,
+                      static_cast<T>(pad_value), col + n * cs[0] + c * cs[1],
+                      ColumnStrides{cs[2], cs[3], cs[4]});
         }
       });
 }
@@ -107,47 +60,23 @@ template <class T>
 void Col2ImTyped(const TensorBase& input_grad, const TensorBase& columns,
                  const Window2dGeometry& window) {
   const Shape& in_shape = input_grad.shape();
-  const int64_t channels = in_shape[1], height = in_shape[2];
-  const int64_t width = in_shape[3];
-  const int64_t kernel_w = window.kernel[1];
-  const int64_t area = window.kernel[0] * kernel_w;
-  const int64_t out_h = columns.shape()[3], out_w = columns.shape()[4];
+  const int64_t channels = in_shape[1];
+  const PlaneGeometry plane{in_shape[2], in_shape[3], columns.shape()[3],
+                            columns.shape()[4]};
+  const int64_t area = window.kernel[0] * window.kernel[1];
   const Shape& cs = columns.strides();
   const T* col = columns.data_as<const T>();
   T* out = input_grad.data_as<T>();
-  const bool unit = cs[4] == 1 && window.stride[1] == 1;
-  ParallelFor(
-      in_shape[0] * channels, PlaneGrain(area * out_h * out_w),
-      [&](int64_t begin, int64_t end) {
-        for (int64_t plane = begin; plane < end; ++plane) {
-          const int64_t n = plane / channels, c = plane % channels;
-          T* target = out + plane * height * width;
-          std::fill(target, target + height * width, T(0));
-          for (int64_t k = 0; k < area; ++k) {
-            const int64_t i = k / kernel_w, j = k % kernel_w;
-            const int64_t left = j * window.dilation[1] - window.padding[1];
-            const RowSpan span =
-                ValidSpan(left, window.stride[1], width, out_w);
-            const T* source = col + n * cs[0] + c * cs[1] + k * cs[2];
-            for (int64_t oh = 0; oh < out_h; ++oh) {
-              const int64_t ih = oh * window.stride[0] - window.padding[0] +
-                                 i * window.dilation[0];
-              if (ih < 0 || ih >= height) continue;
-              const T* src = source + oh * cs[3];
-              T* row = target + ih * width + left;
-              if (unit) {
-                for (int64_t ow = span.begin; ow < span.end; ++ow) {
-                  row[ow] += src[ow];
+  ParallelFor(in_shape[0] * channels,
+              PlaneGrain(area * plane.out_h * plane.out_w),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t p = begin; p < end; ++p) {
+                  const int64_t n = p / channels, c = p % channels;
+                  Col2ImPlane(col + n * cs[0] + c * cs[1],
+                              ColumnStrides{cs[2], cs[3], cs[4]}, plane, window,
+                              out + p * plane.height * plane.width);
                 }
-              } else {
-                for (int64_t ow = span.begin; ow < span.end; ++ow) {
-                  row[ow * window.stride[1]] += src[ow * cs[4]];
-                }
-              }
-            }
-          }
-        }
-      });
+              });
 }
 
 // InteriorWindowMax() is MaxPool2d's window for a position whose cells all

@@ -5,6 +5,7 @@
 #include "kindling/backend/cuda/cuda_context.h"
 #include "kindling/backend/cuda/kernels.h"
 #include "kindling/core/check.h"
+#include "kindling/tensor/conv2d_composite.h"
 #include "kindling/tensor/tensor_base.h"
 
 namespace kindling::cuda {
@@ -165,6 +166,23 @@ void CudaBackend::MaxPool2dBackward(const TensorBase& input_grad,
                                     const TensorBase& argmax) {
   const OnDevice on(input_grad);
   MaxPool2dBackwardKernel(on.stream(), input_grad, grad, argmax);
+}
+
+void CudaBackend::Conv2d(const TensorBase& out, const TensorBase& input,
+                         const TensorBase& weight, const TensorBase& bias,
+                         const Window2dGeometry& window) {
+  ComposedConv2d(*this, out, input, weight, bias, window);
+}
+
+void CudaBackend::Conv2dBackward(const TensorBase& input_grad,
+                                 const TensorBase& weight_grad,
+                                 const TensorBase& bias_grad,
+                                 const TensorBase& grad,
+                                 const TensorBase& input,
+                                 const TensorBase& weight,
+                                 const Window2dGeometry& window) {
+  ComposedConv2dBackward(*this, input_grad, weight_grad, bias_grad, grad, input,
+                         weight, window);
 }
 
 void RegisterCudaBackend() {

@@ -63,6 +63,16 @@ class CudaBackend final : public Backend {
                  const Window2dGeometry& window) override;
   void MaxPool2dBackward(const TensorBase& input_grad, const TensorBase& grad,
                          const TensorBase& argmax) override;
+  // Convolution as im2col plus one whole-batch cuBLAS GEMM
+  // (conv2d_composite.h).
+  void Conv2d(const TensorBase& out, const TensorBase& input,
+              const TensorBase& weight, const TensorBase& bias,
+              const Window2dGeometry& window) override;
+  void Conv2dBackward(const TensorBase& input_grad,
+                      const TensorBase& weight_grad,
+                      const TensorBase& bias_grad, const TensorBase& grad,
+                      const TensorBase& input, const TensorBase& weight,
+                      const Window2dGeometry& window) override;
 };
 
 // RegisterCudaBackend() registers CudaBackend for DeviceKind::kCuda
