@@ -3,6 +3,7 @@
 //
 //   DispatchDType(t.dtype(), [&]<class T>() { Kernel<T>(...); });
 //   DispatchFloating(t.dtype(), "cpu", "adam", [&]<class T>() { ... });
+//   DispatchF32F64(t.dtype(), "cpu", "conv2d", [&]<class T>() { ... });
 //
 // The 16-bit floats dispatch to their storage types Half and BFloat16. Each
 // backend keeps its own narrower dispatchers (the dtypes its kernels
@@ -63,6 +64,17 @@ void DispatchFloating(DType dtype, const char* backend, const char* op, F&& f) {
       break;
   }
   KINDLING_CHECK(false, "%s %s: dtype %s is not floating (f32, f64, f16, bf16)",
+                 backend, op, std::string(DTypeName(dtype)));
+}
+
+// DispatchF32F64() is DispatchDType() for f32 and f64 only, for kernels the
+// front end always hands a float compute dtype (the window kernels and the
+// convolution); other dtypes abort naming the backend and `op`.
+template <class F>
+void DispatchF32F64(DType dtype, const char* backend, const char* op, F&& f) {
+  if (dtype == DType::kF32) return f.template operator()<float>();
+  if (dtype == DType::kF64) return f.template operator()<double>();
+  KINDLING_CHECK(false, "%s %s: dtype %s is not implemented (f32, f64)",
                  backend, op, std::string(DTypeName(dtype)));
 }
 

@@ -19,14 +19,13 @@
 // With fewer samples than threads (inference on one image) the samples run
 // in turn and each GEMM is split across the threads instead.
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "kindling/backend/cpu/gemm.h"
 #include "kindling/backend/cpu/kernels.h"
 #include "kindling/backend/cpu/parallel.h"
 #include "kindling/backend/cpu/window_plane.h"
-#include "kindling/core/check.h"
+#include "kindling/tensor/dtype_dispatch.h"
 
 namespace kindling::cpu {
 namespace {
@@ -211,18 +210,6 @@ void Conv2dBackwardTyped(const Conv2dGrads<T>& grads, const TensorBase& grad,
   }
 }
 
-template <class F>
-void DispatchConvFloat(DType dtype, const char* op, F&& f) {
-  if (dtype == DType::kF32) {
-    f.template operator()<float>();
-  } else if (dtype == DType::kF64) {
-    f.template operator()<double>();
-  } else {
-    KINDLING_CHECK(false, "cpu %s: dtype %s is not implemented (f32, f64)", op,
-                   std::string(DTypeName(dtype)));
-  }
-}
-
 template <class T>
 T* DataOrNull(const TensorBase& tensor) {
   return tensor.defined() ? tensor.data_as<T>() : nullptr;
@@ -234,7 +221,7 @@ void Conv2dKernel(const TensorBase& out, const TensorBase& input,
                   const TensorBase& weight, const TensorBase& bias,
                   const Window2dGeometry& window) {
   UseSingleThreadedBlas();
-  DispatchConvFloat(out.dtype(), "conv2d", [&]<class T>() {
+  DispatchF32F64(out.dtype(), "cpu", "conv2d", [&]<class T>() {
     Conv2dTyped<T>(out, input, weight, bias, window);
   });
 }
@@ -249,7 +236,7 @@ void Conv2dBackwardKernel(const TensorBase& input_grad,
       input_grad.defined() ? input_grad.shape() : input.shape();
   const Shape weight_shape =
       weight_grad.defined() ? weight_grad.shape() : weight.shape();
-  DispatchConvFloat(grad.dtype(), "conv2d backward", [&]<class T>() {
+  DispatchF32F64(grad.dtype(), "cpu", "conv2d backward", [&]<class T>() {
     Conv2dBackwardTyped<T>(
         Conv2dGrads<T>{DataOrNull<T>(input_grad), DataOrNull<T>(weight_grad),
                        DataOrNull<T>(bias_grad)},

@@ -13,14 +13,13 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <string>
 #include <type_traits>
 
 #include "kindling/backend/cpu/kernels.h"
 #include "kindling/backend/cpu/max_pool_2x2.h"
 #include "kindling/backend/cpu/parallel.h"
 #include "kindling/backend/cpu/window_plane.h"
-#include "kindling/core/check.h"
+#include "kindling/tensor/dtype_dispatch.h"
 
 namespace kindling::cpu {
 namespace {
@@ -215,46 +214,33 @@ void MaxPool2dBackwardTyped(const TensorBase& input_grad,
               });
 }
 
-// DispatchWindowFloat() runs f.template operator()<T>() for f32 and f64.
-template <class F>
-void DispatchWindowFloat(DType dtype, const char* op, F&& f) {
-  if (dtype == DType::kF32) {
-    f.template operator()<float>();
-  } else if (dtype == DType::kF64) {
-    f.template operator()<double>();
-  } else {
-    KINDLING_CHECK(false, "cpu %s: dtype %s is not implemented (f32, f64)", op,
-                   std::string(DTypeName(dtype)));
-  }
-}
-
 }  // namespace
 
 void Im2ColKernel(const TensorBase& columns, const TensorBase& input,
                   const Window2dGeometry& window, double pad_value) {
-  DispatchWindowFloat(input.dtype(), "im2col", [&]<class T>() {
+  DispatchF32F64(input.dtype(), "cpu", "im2col", [&]<class T>() {
     Im2ColTyped<T>(columns, input, window, pad_value);
   });
 }
 
 void Col2ImKernel(const TensorBase& input_grad, const TensorBase& columns,
                   const Window2dGeometry& window) {
-  DispatchWindowFloat(input_grad.dtype(), "col2im", [&]<class T>() {
+  DispatchF32F64(input_grad.dtype(), "cpu", "col2im", [&]<class T>() {
     Col2ImTyped<T>(input_grad, columns, window);
   });
 }
 
 void MaxPool2dKernel(const TensorBase& out, const TensorBase& argmax,
                      const TensorBase& input, const Window2dGeometry& window) {
-  DispatchWindowFloat(input.dtype(), "max_pool2d", [&]<class T>() {
+  DispatchF32F64(input.dtype(), "cpu", "max_pool2d", [&]<class T>() {
     MaxPool2dTyped<T>(out, argmax, input, window);
   });
 }
 
 void MaxPool2dBackwardKernel(const TensorBase& input_grad,
                              const TensorBase& grad, const TensorBase& argmax) {
-  DispatchWindowFloat(
-      input_grad.dtype(), "max_pool2d backward",
+  DispatchF32F64(
+      input_grad.dtype(), "cpu", "max_pool2d backward",
       [&]<class T>() { MaxPool2dBackwardTyped<T>(input_grad, grad, argmax); });
 }
 

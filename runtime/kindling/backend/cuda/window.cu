@@ -28,6 +28,7 @@
 #include "kindling/backend/cuda/kernels.h"
 #include "kindling/backend/cuda/launch.h"
 #include "kindling/core/check.h"
+#include "kindling/tensor/dtype_dispatch.h"
 
 namespace kindling::cuda {
 namespace {
@@ -361,32 +362,19 @@ void LaunchMaxPoolBackward(cudaStream_t stream, const TensorBase& input_grad,
                           argmax.data_as<const int64_t>()});
 }
 
-// DispatchWindowFloat() runs f.template operator()<T>() for f32 and f64.
-template <class F>
-void DispatchWindowFloat(DType dtype, const char* op, F&& f) {
-  if (dtype == DType::kF32) {
-    f.template operator()<float>();
-  } else if (dtype == DType::kF64) {
-    f.template operator()<double>();
-  } else {
-    KINDLING_CHECK(false, "cuda %s: dtype %s is not implemented (f32, f64)", op,
-                   std::string(DTypeName(dtype)));
-  }
-}
-
 }  // namespace
 
 void Im2ColKernel(cudaStream_t stream, const TensorBase& columns,
                   const TensorBase& input, const Window2dGeometry& window,
                   double pad_value) {
-  DispatchWindowFloat(input.dtype(), "im2col", [&]<class T>() {
+  DispatchF32F64(input.dtype(), "cuda", "im2col", [&]<class T>() {
     LaunchIm2Col<T>(stream, columns, input, window, pad_value);
   });
 }
 
 void Col2ImKernel(cudaStream_t stream, const TensorBase& input_grad,
                   const TensorBase& columns, const Window2dGeometry& window) {
-  DispatchWindowFloat(input_grad.dtype(), "col2im", [&]<class T>() {
+  DispatchF32F64(input_grad.dtype(), "cuda", "col2im", [&]<class T>() {
     LaunchCol2Im<T>(stream, input_grad, columns, window);
   });
 }
@@ -394,17 +382,17 @@ void Col2ImKernel(cudaStream_t stream, const TensorBase& input_grad,
 void MaxPool2dKernel(cudaStream_t stream, const TensorBase& out,
                      const TensorBase& argmax, const TensorBase& input,
                      const Window2dGeometry& window) {
-  DispatchWindowFloat(input.dtype(), "max_pool2d", [&]<class T>() {
+  DispatchF32F64(input.dtype(), "cuda", "max_pool2d", [&]<class T>() {
     LaunchMaxPool<T>(stream, out, argmax, input, window);
   });
 }
 
 void MaxPool2dBackwardKernel(cudaStream_t stream, const TensorBase& input_grad,
                              const TensorBase& grad, const TensorBase& argmax) {
-  DispatchWindowFloat(
-      input_grad.dtype(), "max_pool2d backward", [&]<class T>() {
-        LaunchMaxPoolBackward<T>(stream, input_grad, grad, argmax);
-      });
+  DispatchF32F64(input_grad.dtype(), "cuda", "max_pool2d backward",
+                 [&]<class T>() {
+                   LaunchMaxPoolBackward<T>(stream, input_grad, grad, argmax);
+                 });
 }
 
 }  // namespace kindling::cuda
