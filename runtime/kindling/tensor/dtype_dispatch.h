@@ -74,7 +74,7 @@ template <class F>
 void DispatchF32F64(DType dtype, const char* backend, const char* op, F&& f) {
   if (dtype == DType::kF32) return f.template operator()<float>();
   if (dtype == DType::kF64) return f.template operator()<double>();
-  KINDLING_CHECK(false, "%s %s: dtype %s is not implemented (f32, f64)",
+  KINDLING_CHECK(false, "%s %s: no kernel for dtype %s (f32 and f64 only)",
                  backend, op, std::string(DTypeName(dtype)));
 }
 

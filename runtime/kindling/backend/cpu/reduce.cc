@@ -109,8 +109,8 @@ __m256 MaxOrMin(__m256 a, __m256 b) {
 // 4 + 4 + 4. The loop still waits on its loads (perf puts 80% of its samples
 // there), so it prefetches 2 KiB ahead -- into the next row, past the end of
 // a page the hardware prefetcher does not cross; a prefetch past the end of
-// the buffer never faults. That took max along the last axis of [4096, 1024]
-// from about 0.25 to 0.20 ms.
+// the buffer never faults. In tensor_bench that took max along the last axis
+// of [4096, 1024] from 0.99-1.08x PyTorch's speed to 1.24x.
 template <bool kMax>
 float ExtremeRowF32(const float* x, int64_t n) {
   const __m256 first = _mm256_set1_ps(x[0]);
