@@ -176,8 +176,9 @@ TEST_P(WindowKernelTest, MaxPoolMatchesPatchesMaxAndArgMax) {
   const TensorBase routed = ops::Where(
       ops::Binary(BinaryOp::kEqual, entry, entries), grad.Unsqueeze(2),
       ops::Full(Shape{}, 0.0, grad.dtype(), Device::Cpu()));
-  ExpectSameValues(ReferenceCol2Im(routed, c.window, c.input),
-                   ops::MaxPool2dBackward(grad, pooled.argmax, c.input));
+  ExpectSameValues(
+      ReferenceCol2Im(routed, c.window, c.input),
+      ops::MaxPool2dBackward(grad, pooled.argmax, c.input, c.window));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -204,7 +205,7 @@ TEST(MaxPoolKernelTest, WindowOnlyOnPaddingGivesMinusInfinity) {
   EXPECT_EQ(5.0, values[5]);
   const std::vector<double> grad = ToDoubles(ops::MaxPool2dBackward(
       ops::Full(Shape{1, 1, 4, 4}, 1.0, DType::kF32, Device::Cpu()),
-      pooled.argmax, Shape{1, 1, 2, 2}));
+      pooled.argmax, Shape{1, 1, 2, 2}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}));
   EXPECT_EQ((std::vector<double>{1, 1, 1, 1}), grad);
 }
 

@@ -134,6 +134,10 @@ class FakeCudaBackend final : public Backend {
               const TensorBase& rhs) override {
     Cpu("Matmul", {&out, &lhs, &rhs}).Matmul(out, lhs, rhs);
   }
+  void CheckIndices(const TensorBase& index, int64_t bound,
+                    const char* op) override {
+    Cpu("CheckIndices", {&index}).CheckIndices(index, bound, op);
+  }
   void IndexSelect(const TensorBase& out, const TensorBase& in, int axis,
                    const TensorBase& index) override {
     Cpu("IndexSelect", {&out, &in, &index}).IndexSelect(out, in, axis, index);
@@ -189,9 +193,10 @@ class FakeCudaBackend final : public Backend {
         .MaxPool2d(out, argmax, input, window);
   }
   void MaxPool2dBackward(const TensorBase& input_grad, const TensorBase& grad,
-                         const TensorBase& argmax) override {
+                         const TensorBase& argmax,
+                         const Window2dGeometry& window) override {
     Cpu("MaxPool2dBackward", {&input_grad, &grad, &argmax})
-        .MaxPool2dBackward(input_grad, grad, argmax);
+        .MaxPool2dBackward(input_grad, grad, argmax, window);
   }
   void Conv2d(const TensorBase& out, const TensorBase& input,
               const TensorBase& weight, const TensorBase& bias,

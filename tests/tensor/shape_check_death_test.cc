@@ -61,7 +61,17 @@ TEST(ShapeCheckDeathTest, IndexOutOfRange) {
   const auto table = Tensor<2>::Zeros({4, 2});
   const auto ids = Tensor<1, Int>::FromData<int64_t>({1, 4}, {2});
   EXPECT_DEATH(index_select(table, 0, ids),
-               "index_select: index out of range \\[0, 4\\)");
+               "index_select: index 4 out of range \\[0, 4\\) \\(entry 1 "
+               "of index \\[2\\]\\)");
+}
+
+TEST(ShapeCheckDeathTest, NegativeIndexNamesItsEntry) {
+  const auto table = Tensor<2>::Zeros({4, 2});
+  const auto ids =
+      Tensor<2, Int>::FromData<int32_t>({0, 1, 2, 0, -1, 0}, {3, 2});
+  EXPECT_DEATH(gather(table.narrow(0, 0, 3), 0, ids),
+               "gather: index -1 out of range \\[0, 3\\) \\(entry 4 of "
+               "index \\[3, 2\\]\\)");
 }
 
 TEST(ShapeCheckDeathTest, InPlaceShapeMustNotGrow) {

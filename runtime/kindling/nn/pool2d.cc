@@ -39,9 +39,10 @@ Tensor<4> MaxPool2d::Forward(const Tensor<4>& input) const {
   if (!record) return Tensor<4>(pooled.output);
   return Tensor<4>(autograd::Record(
       "max_pool2d", {input.base()}, std::move(pooled.output),
-      [argmax = std::move(pooled.argmax),
-       input_shape = input.shape()](const TensorBase& grad) {
-        return GradList{ops::MaxPool2dBackward(grad, argmax, input_shape)};
+      [argmax = std::move(pooled.argmax), input_shape = input.shape(),
+       geometry = window.Geometry()](const TensorBase& grad) {
+        return GradList{
+            ops::MaxPool2dBackward(grad, argmax, input_shape, geometry)};
       }));
 }
 

@@ -140,13 +140,23 @@ class Backend {
   virtual void Matmul(const TensorBase& out, const TensorBase& lhs,
                       const TensorBase& rhs) = 0;
 
+  // CheckIndices(): every entry of `index` (i64 or i32, any strided view)
+  // lies in [0, bound). The front end calls it before each index op instead
+  // of reading the indices itself, so no backend is made to copy them to the
+  // host. A synchronous backend aborts naming `op` (a string literal), the
+  // first bad entry and the range; an asynchronous one may report it at its
+  // next synchronization instead, provided its index kernels then never
+  // read out of bounds (CUDA: index_fault.h).
+  virtual void CheckIndices(const TensorBase& index, int64_t bound,
+                            const char* op) = 0;
+
   // IndexSelect(): out = in with `axis` replaced by index's entries;
-  // index is 1-D i64/i32 with entries in range.
+  // index is 1-D i64/i32, already passed to CheckIndices().
   virtual void IndexSelect(const TensorBase& out, const TensorBase& in,
                            int axis, const TensorBase& index) = 0;
 
   // Gather(): out[.., i, ..] = in[.., index[.., i, ..], ..] along `axis`;
-  // index has out's shape, entries in range.
+  // index has out's shape, already passed to CheckIndices().
   virtual void Gather(const TensorBase& out, const TensorBase& in, int axis,
                       const TensorBase& index) = 0;
 
@@ -283,13 +293,16 @@ class Backend {
 
   // MaxPool2dBackward(): `input_grad` [N, C, H, W] (contiguous) is
   // overwritten with zeros, then input_grad[n, c, argmax[n, c, oh, ow]] +=
-  // grad[n, c, oh, ow] for every window position (overlapping windows that
-  // share a maximum accumulate; argmax -1 entries are skipped). `grad`
-  // [N, C, OH, OW] may be any strided view; `argmax` is what MaxPool2d
-  // wrote.
+  // grad[n, c, oh, ow] for every window position in row-major (oh, ow)
+  // order (overlapping windows that share a maximum accumulate; argmax -1
+  // entries are skipped). `grad` [N, C, OH, OW] may be any strided view;
+  // `argmax` is what MaxPool2d wrote with `window`, which lets a backend
+  // gather per input cell (each cell visits only the windows covering it)
+  // instead of scattering with atomics.
   virtual void MaxPool2dBackward(const TensorBase& input_grad,
                                  const TensorBase& grad,
-                                 const TensorBase& argmax) = 0;
+                                 const TensorBase& argmax,
+                                 const Window2dGeometry& window) = 0;
 
   // Conv2d(): out[n, o, oh, ow] = bias[o] (0 when `bias` is undefined) plus
   // the sum over channels c and kernel entries (i, j) of weight[o, c, i, j]

@@ -118,17 +118,12 @@ void CheckIndex(const TensorBase& index, const char* op) {
                  index.shape().ToString());
 }
 
-// Aborts unless every entry of `index` lies in [0, size).
+// Aborts (or, on an asynchronous device, reports at the next
+// synchronization) unless every entry of `index` lies in [0, size). The
+// backend checks, so the indices are never copied to the host here.
 void CheckIndexRange(const TensorBase& index, int64_t size, const char* op) {
   if (index.numel() == 0) return;
-  const TensorBase low = ReduceAll(ReduceOp::kMin, index).To(DType::kI64);
-  const TensorBase high = ReduceAll(ReduceOp::kMax, index).To(DType::kI64);
-  int64_t min_value = 0, max_value = 0;
-  low.CopyToHost(&min_value);
-  high.CopyToHost(&max_value);
-  KINDLING_CHECK(min_value >= 0 && max_value < size,
-                 "%s: index out of range [0, %d): found entries %d..%d", op,
-                 size, min_value, max_value);
+  GetBackend(index.device()).CheckIndices(index, size, op);
 }
 
 }  // namespace

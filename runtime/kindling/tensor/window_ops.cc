@@ -121,24 +121,25 @@ MaxPool2dResult MaxPool2d(const TensorBase& input,
 }
 
 TensorBase MaxPool2dBackward(const TensorBase& grad, const TensorBase& argmax,
-                             const Shape& input_shape) {
+                             const Shape& input_shape,
+                             const Window2dGeometry& window) {
   CheckImages(grad, "max_pool2d backward");
   CheckDefined(argmax, "max_pool2d backward");
   KINDLING_CHECK(argmax.dtype() == DType::kI64 &&
                      argmax.shape() == grad.shape() && argmax.is_contiguous() &&
                      input_shape.rank() == 4 &&
-                     input_shape[0] == grad.shape()[0] &&
-                     input_shape[1] == grad.shape()[1],
+                     OutputShape(input_shape, window) == grad.shape(),
                  "max_pool2d backward: gradient %s, argmax %s and input %s "
-                 "do not match",
+                 "do not match the window (kernel %dx%d, stride %dx%d)",
                  grad.shape().ToString(), argmax.shape().ToString(),
-                 input_shape.ToString());
+                 input_shape.ToString(), window.kernel[0], window.kernel[1],
+                 window.stride[0], window.stride[1]);
   const DType compute = ComputeDType(grad.dtype());
   TensorBase input_grad =
       TensorBase::Empty(input_shape, compute, grad.device());
   if (input_grad.numel() == 0) return input_grad.To(grad.dtype());
   GetBackend(grad.device())
-      .MaxPool2dBackward(input_grad, grad.Detach().To(compute), argmax);
+      .MaxPool2dBackward(input_grad, grad.Detach().To(compute), argmax, window);
   return input_grad.To(grad.dtype());
 }
 

@@ -58,9 +58,10 @@ MaxPool2dResult MaxPool2d(const TensorBase& input,
 
 // MaxPool2dBackward(): grad [N, C, OH, OW] routed to each window's argmax
 // cell of a zero [N, C, H, W] (`input_shape`), summed where windows share
-// a maximum.
+// a maximum. `window` is the forward's; grad's shape must be its output.
 TensorBase MaxPool2dBackward(const TensorBase& grad, const TensorBase& argmax,
-                             const Shape& input_shape);
+                             const Shape& input_shape,
+                             const Window2dGeometry& window);
 
 // Conv2d(): the 2-D convolution (cross-correlation, as in PyTorch) of input
 // [N, C, H, W] with weight [O, C, KH, KW], plus bias [O] when it is defined:

@@ -52,8 +52,9 @@ void ExpectSame(const Pooled& want, const float* values, const int64_t* cells,
     } else {
       EXPECT_EQ(want.values[ow], values[ow]) << "window " << ow;
     }
-    if (cells != nullptr)
+    if (cells != nullptr) {
       EXPECT_EQ(want.cells[ow], cells[ow]) << "window " << ow;
+    }
   }
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "gtest/gtest.h"
 #include "kindling/backend/cuda/cuda_context.h"
 #include "kindling/tensor/backend.h"
@@ -366,6 +367,52 @@ TEST_F(CudaBackendTest, LongRowReductionsAndNaNs) {
   }
 }
 
+TEST_F(CudaBackendTest, VeryLongLinesSplitOverBlocksMatchTheCpu) {
+  // Few lines far longer than a block: each is split into chunks reduced by
+  // separate blocks and combined in chunk order.
+  for (const Shape& shape : {Shape{1, 5000003}, Shape{3, 400001}}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax,
+                        ReduceOp::kMin, ReduceOp::kArgMax, ReduceOp::kArgMin}) {
+      auto [cpu, gpu] = Both([&](const Device& device) {
+        TensorBase in = Input(shape, DType::kF32, 31, device);
+        // The extreme value twice, far apart: arg ops give the first.
+        const float extreme =
+            op == ReduceOp::kMin || op == ReduceOp::kArgMin ? -5.0f : 5.0f;
+        const TensorBase value =
+            TensorBase::FromHost(&extreme, {}, DType::kF32, kCpu)
+                .ToDevice(device);
+        for (int64_t at : {int64_t{333333}, shape[1] - 2}) {
+          GetBackend(device).Copy(
+              in.Narrow(0, 0, 1).Narrow(1, at, 1).Squeeze(0).Squeeze(0), value);
+        }
+        const bool arg = op == ReduceOp::kArgMax || op == ReduceOp::kArgMin;
+        const TensorBase out = TensorBase::Empty(
+            {shape[0], 1}, arg ? DType::kI64 : DType::kF32, device);
+        GetBackend(device).Reduce(op, out, in, 1);
+        return out;
+      });
+      const std::string what = "split reduce op " +
+                               std::to_string(static_cast<int>(op)) + " " +
+                               shape.ToString();
+      if (op == ReduceOp::kSum || op == ReduceOp::kMean) {
+        ExpectClose(cpu, gpu, {1e-6, 1e-6}, what);
+      } else {
+        ExpectBitEqual(cpu, gpu, what);
+      }
+    }
+  }
+  // Integer sums wrap identically; f64 sums agree to rounding.
+  for (DType dtype : {DType::kI64, DType::kF64}) {
+    auto [cpu, gpu] = Both([&](const Device& device) {
+      const TensorBase in = Input({2, 700001}, dtype, 32, device, -100, 100);
+      const TensorBase out = TensorBase::Empty({2, 1}, dtype, device);
+      GetBackend(device).Reduce(ReduceOp::kSum, out, in, 1);
+      return out;
+    });
+    ExpectClose(cpu, gpu, ToleranceOf(dtype), "split sum " + Name(dtype));
+  }
+}
+
 TEST_F(CudaBackendTest, HalfReductionsAccumulateInFloat) {
   for (DType dtype : {DType::kF16, DType::kBF16}) {
     // The CPU computes 16-bit reductions in f32: compare with that.
@@ -563,6 +610,40 @@ TEST_F(CudaBackendTest, IndexSelectGatherAndScatterAdd) {
       ExpectClose(cpu_sum, gpu_sum, ToleranceOf(dtype), "scatter_add");
     }
   }
+}
+
+TEST_F(CudaBackendTest, OutOfRangeIndicesSurfaceAtTheNextSynchronize) {
+  ASSERT_TRUE(cuda::SynchronizeCudaDevice(0).ok());
+  const TensorBase table = Input({4, 3}, DType::kF32, 27, kGpu);
+  const TensorBase index = Indices({1, 9, 2}, {3}, DType::kI64, kGpu);
+  GetBackend(kGpu).CheckIndices(index, 4, "index_select");
+  const TensorBase out = TensorBase::Empty({3, 3}, DType::kF32, kGpu);
+  GetBackend(kGpu).IndexSelect(out, table, 0, index);
+  const absl::Status status = cuda::SynchronizeCudaDevice(0);
+  EXPECT_EQ(absl::StatusCode::kOutOfRange, status.code()) << status;
+  EXPECT_NE(std::string(status.message())
+                .find("index_select: index 9 out of range [0, 4) on cuda:0"),
+            std::string::npos)
+      << status;
+  // The bad row reads nothing and is written as zeros; the others are right.
+  const std::vector<double> rows = Doubles(out);
+  const std::vector<double> values = Doubles(table);
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_EQ(values[3 + j], rows[j]);
+    EXPECT_EQ(0.0, rows[3 + j]);
+    EXPECT_EQ(values[6 + j], rows[6 + j]);
+  }
+  // Reported once: the record is clear again.
+  EXPECT_TRUE(cuda::SynchronizeCudaDevice(0).ok());
+  // i32 indices, a negative one, through CheckIndices alone (as one_hot).
+  GetBackend(kGpu).CheckIndices(Indices({0, -2, 1}, {3}, DType::kI32, kGpu), 3,
+                                "one_hot");
+  const absl::Status negative = cuda::SynchronizeCudaDevice(0);
+  EXPECT_NE(std::string(negative.message())
+                .find("one_hot: index -2 out of range [0, 3) on cuda:0"),
+            std::string::npos)
+      << negative;
+  EXPECT_TRUE(cuda::SynchronizeCudaDevice(0).ok());
 }
 
 TEST_F(CudaBackendTest, PhiloxFillsAreBitIdenticalToTheCpu) {
@@ -871,14 +952,15 @@ TEST_F(CudaBackendTest, MaxPool2dBackwardAccumulatesSharedMaxima) {
       GetBackend(kCpu).MaxPool2d(
           TensorBase::Empty({2, 3, out_h, out_w}, dtype, kCpu), argmax,
           WindowInput(c, dtype, 66, kCpu, true), w);
-      // Gradients in multiples of 1/8: every sum is exact, so the atomic
-      // adds' order cannot show and the result must equal the CPU's bits.
-      std::vector<double> eighths(2 * 3 * out_h * out_w);
+      // Arbitrary gradients: the GPU sums each cell's windows in the CPU's
+      // order, so the result must equal the CPU's bits, rounding included.
+      std::vector<double> gradients(2 * 3 * out_h * out_w);
       std::mt19937 rng(67);
-      for (double& value : eighths) value = (int64_t(rng() % 33) - 16) / 8.0;
+      std::uniform_real_distribution<double> uniform(-2.0, 2.0);
+      for (double& value : gradients) value = uniform(rng);
       auto [cpu, gpu] = Both([&](const Device& device) {
         const TensorBase grad =
-            TensorBase::FromHost(eighths.data(), {2, 3, out_w, out_h},
+            TensorBase::FromHost(gradients.data(), {2, 3, out_w, out_h},
                                  DType::kF64, kCpu)
                 .To(dtype)
                 .ToDevice(device)
@@ -886,7 +968,7 @@ TEST_F(CudaBackendTest, MaxPool2dBackwardAccumulatesSharedMaxima) {
         const TensorBase input_grad =
             TensorBase::Empty({2, 3, c.height, c.width}, dtype, device);
         GetBackend(device).MaxPool2dBackward(input_grad, grad,
-                                             argmax.ToDevice(device));
+                                             argmax.ToDevice(device), w);
         return input_grad;
       });
       ExpectBitEqual(cpu, gpu,
@@ -916,7 +998,7 @@ TEST_F(CudaBackendTest, WindowKernelsOnEmptyAndZeroAreaInputs) {
               Doubles(out));
     EXPECT_EQ(std::vector<double>(8, -1.0), Doubles(argmax));
     const TensorBase grad = Input({1, 2, 2, 2}, dtype, 68, kGpu);
-    GetBackend(kGpu).MaxPool2dBackward(input, grad, argmax);
+    GetBackend(kGpu).MaxPool2dBackward(input, grad, argmax, w);
     GetBackend(kGpu).Col2Im(input, Input({1, 2, 1, 2, 2}, dtype, 69, kGpu), w);
     // N = 0: nothing to do, nothing launched.
     const TensorBase none = TensorBase::Empty({0, 2, 3, 3}, dtype, kGpu);
@@ -928,7 +1010,7 @@ TEST_F(CudaBackendTest, WindowKernelsOnEmptyAndZeroAreaInputs) {
     GetBackend(kGpu).Im2Col(none_columns, none, w, 0.0);
     GetBackend(kGpu).Col2Im(none, none_columns, w);
     GetBackend(kGpu).MaxPool2d(none_out, none_argmax, none, w);
-    GetBackend(kGpu).MaxPool2dBackward(none, none_out, none_argmax);
+    GetBackend(kGpu).MaxPool2dBackward(none, none_out, none_argmax, w);
     EXPECT_TRUE(cuda::SynchronizeCudaDevice(0).ok());
   }
 }

@@ -47,6 +47,11 @@ void CpuBackend::Matmul(const TensorBase& out, const TensorBase& lhs,
   MatmulKernel(out, lhs, rhs);
 }
 
+void CpuBackend::CheckIndices(const TensorBase& index, int64_t bound,
+                              const char* op) {
+  CheckIndicesKernel(index, bound, op);
+}
+
 void CpuBackend::IndexSelect(const TensorBase& out, const TensorBase& in,
                              int axis, const TensorBase& index) {
   IndexSelectKernel(out, in, axis, index);
@@ -114,7 +119,9 @@ void CpuBackend::MaxPool2d(const TensorBase& out, const TensorBase& argmax,
 
 void CpuBackend::MaxPool2dBackward(const TensorBase& input_grad,
                                    const TensorBase& grad,
-                                   const TensorBase& argmax) {
+                                   const TensorBase& argmax,
+                                   const Window2dGeometry& window) {
+  // The sequential per-plane scatter is deterministic without the geometry.
   MaxPool2dBackwardKernel(input_grad, grad, argmax);
 }
 

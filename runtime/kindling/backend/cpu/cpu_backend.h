@@ -34,6 +34,8 @@ class CpuBackend final : public Backend {
                bool log) override;
   void Matmul(const TensorBase& out, const TensorBase& lhs,
               const TensorBase& rhs) override;
+  void CheckIndices(const TensorBase& index, int64_t bound,
+                    const char* op) override;
   void IndexSelect(const TensorBase& out, const TensorBase& in, int axis,
                    const TensorBase& index) override;
   void Gather(const TensorBase& out, const TensorBase& in, int axis,
@@ -66,7 +68,8 @@ class CpuBackend final : public Backend {
                  const TensorBase& input,
                  const Window2dGeometry& window) override;
   void MaxPool2dBackward(const TensorBase& input_grad, const TensorBase& grad,
-                         const TensorBase& argmax) override;
+                         const TensorBase& argmax,
+                         const Window2dGeometry& window) override;
 
   // Convolution, one sample per thread at a time (conv2d.cc).
   void Conv2d(const TensorBase& out, const TensorBase& input,

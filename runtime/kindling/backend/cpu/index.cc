@@ -31,6 +31,27 @@ std::vector<int64_t> ReadIndices(const TensorBase& index) {
   return values;
 }
 
+// FirstOutOfRange() is the position of the first entry outside [0, bound),
+// or -1.
+template <class I>
+int64_t FirstOutOfRange(const I* entries, int64_t count, int64_t bound) {
+  // Branch-free scan: the common case is that every entry is valid.
+  constexpr int64_t kBlock = 1024;
+  for (int64_t start = 0; start < count; start += kBlock) {
+    const int64_t end = std::min(count, start + kBlock);
+    bool bad = false;
+    for (int64_t i = start; i < end; ++i) {
+      bad |= static_cast<int64_t>(entries[i]) < 0 ||
+             static_cast<int64_t>(entries[i]) >= bound;
+    }
+    if (!bad) continue;
+    for (int64_t i = start; i < end; ++i) {
+      if (entries[i] < 0 || entries[i] >= bound) return i;
+    }
+  }
+  return -1;
+}
+
 void Outer(const Shape& shape, int axis, int64_t* outer, int64_t* inner) {
   *outer = 1;
   *inner = 1;
@@ -39,6 +60,27 @@ void Outer(const Shape& shape, int axis, int64_t* outer, int64_t* inner) {
 }
 
 }  // namespace
+
+void CheckIndicesKernel(const TensorBase& index, int64_t bound,
+                        const char* op) {
+  const TensorBase packed = index.Contiguous();
+  int64_t position = -1, value = 0;
+  if (packed.dtype() == DType::kI64) {
+    const int64_t* entries = packed.data_as<const int64_t>();
+    position = FirstOutOfRange(entries, packed.numel(), bound);
+    if (position >= 0) value = entries[position];
+  } else {
+    KINDLING_CHECK(packed.dtype() == DType::kI32,
+                   "%s: index dtype %s (i64 or i32 expected)", op,
+                   std::string(DTypeName(packed.dtype())));
+    const int32_t* entries = packed.data_as<const int32_t>();
+    position = FirstOutOfRange(entries, packed.numel(), bound);
+    if (position >= 0) value = entries[position];
+  }
+  KINDLING_CHECK(position < 0,
+                 "%s: index %d out of range [0, %d) (entry %d of index %s)", op,
+                 value, bound, position, index.shape().ToString());
+}
 
 void IndexSelectKernel(const TensorBase& out, const TensorBase& in, int axis,
                        const TensorBase& index) {

@@ -82,16 +82,25 @@ void CudaBackend::Matmul(const TensorBase& out, const TensorBase& lhs,
   MatmulKernel(on.index(), on.stream(), out, lhs, rhs);
 }
 
+void CudaBackend::CheckIndices(const TensorBase& index, int64_t bound,
+                               const char* op) {
+  const OnDevice on(index);
+  CheckIndicesKernel(on.stream(), index, bound,
+                     IndexFaultSinkFor(on.index(), op));
+}
+
 void CudaBackend::IndexSelect(const TensorBase& out, const TensorBase& in,
                               int axis, const TensorBase& index) {
   const OnDevice on(out);
-  IndexSelectKernel(on.stream(), out, in, axis, index);
+  IndexSelectKernel(on.stream(), out, in, axis, index,
+                    IndexFaultSinkFor(on.index(), "index_select"));
 }
 
 void CudaBackend::Gather(const TensorBase& out, const TensorBase& in, int axis,
                          const TensorBase& index) {
   const OnDevice on(out);
-  GatherKernel(on.stream(), out, in, axis, index);
+  GatherKernel(on.stream(), out, in, axis, index,
+               IndexFaultSinkFor(on.index(), "gather"));
 }
 
 void CudaBackend::FillRandom(const TensorBase& out,
@@ -138,7 +147,8 @@ void CudaBackend::ScaleClamp(const TensorBase& inout, double scale,
 void CudaBackend::ScatterAdd(const TensorBase& out, int axis,
                              const TensorBase& index, const TensorBase& src) {
   const OnDevice on(out);
-  ScatterAddKernel(on.stream(), out, axis, index, src);
+  ScatterAddKernel(on.stream(), out, axis, index, src,
+                   IndexFaultSinkFor(on.index(), "scatter_add"));
 }
 
 void CudaBackend::Im2Col(const TensorBase& columns, const TensorBase& input,
@@ -163,9 +173,10 @@ void CudaBackend::MaxPool2d(const TensorBase& out, const TensorBase& argmax,
 
 void CudaBackend::MaxPool2dBackward(const TensorBase& input_grad,
                                     const TensorBase& grad,
-                                    const TensorBase& argmax) {
+                                    const TensorBase& argmax,
+                                    const Window2dGeometry& window) {
   const OnDevice on(input_grad);
-  MaxPool2dBackwardKernel(on.stream(), input_grad, grad, argmax);
+  MaxPool2dBackwardKernel(on.stream(), input_grad, grad, argmax, window);
 }
 
 void CudaBackend::Conv2d(const TensorBase& out, const TensorBase& input,

@@ -34,6 +34,9 @@ class CudaBackend final : public Backend {
                bool log) override;
   void Matmul(const TensorBase& out, const TensorBase& lhs,
               const TensorBase& rhs) override;
+  // Checks on the device, without waiting: see index_fault.h.
+  void CheckIndices(const TensorBase& index, int64_t bound,
+                    const char* op) override;
   void IndexSelect(const TensorBase& out, const TensorBase& in, int axis,
                    const TensorBase& index) override;
   void Gather(const TensorBase& out, const TensorBase& in, int axis,
@@ -62,7 +65,8 @@ class CudaBackend final : public Backend {
                  const TensorBase& input,
                  const Window2dGeometry& window) override;
   void MaxPool2dBackward(const TensorBase& input_grad, const TensorBase& grad,
-                         const TensorBase& argmax) override;
+                         const TensorBase& argmax,
+                         const Window2dGeometry& window) override;
   // Convolution as im2col plus one whole-batch cuBLAS GEMM
   // (conv2d_composite.h).
   void Conv2d(const TensorBase& out, const TensorBase& input,

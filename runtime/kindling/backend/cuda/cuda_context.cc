@@ -1,11 +1,15 @@
 #include "kindling/backend/cuda/cuda_context.h"
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "kindling/backend/cuda/cuda_check.h"
+#include "kindling/backend/cuda/index_fault.h"
 #include "kindling/core/check.h"
 
 namespace kindling::cuda {
@@ -40,6 +44,10 @@ struct ThreadCublasHandles {
 };
 
 thread_local ThreadCublasHandles thread_cublas_handles;
+
+// The host address of the IndexFault records (null until the first kernel
+// asks for one), so that taking a fault never allocates them.
+std::atomic<IndexFault*> host_index_faults{nullptr};
 thread_local std::array<cudaStream_t, kMaxDevices> thread_streams{};
 
 }  // namespace
@@ -128,9 +136,45 @@ cublasHandle_t CublasHandle(int index) {
   return handle;
 }
 
+IndexFaultSink IndexFaultSinkFor(int index, const char* op) {
+  CheckCudaDeviceIndex(index);
+  // One array for every device, allocated once: pinned, mapped into every
+  // device's address space (portable), never freed (see the header).
+  static IndexFault* records = [] {
+    void* host = nullptr;
+    KINDLING_CUDA_CHECK(
+        cudaHostAlloc(&host, kMaxDevices * sizeof(IndexFault),
+                      cudaHostAllocMapped | cudaHostAllocPortable));
+    auto* faults = static_cast<IndexFault*>(host);
+    for (int i = 0; i < kMaxDevices; ++i) faults[i] = IndexFault{};
+    host_index_faults.store(faults);
+    return faults;
+  }();
+  void* device_record = nullptr;
+  KINDLING_CUDA_CHECK(
+      cudaHostGetDevicePointer(&device_record, records + index, 0));
+  return IndexFaultSink{static_cast<IndexFault*>(device_record), op};
+}
+
+std::string TakeCudaIndexFault(int index) {
+  IndexFault* records = host_index_faults.load();
+  if (records == nullptr) return "";  // no kernel has checked an index yet
+  return TakeIndexFault(records[index], absl::StrFormat("cuda:%d", index));
+}
+
+void CheckNoCudaIndexFault(int index) {
+  const std::string fault = TakeCudaIndexFault(index);
+  KINDLING_CHECK(fault.empty(), "%s", fault);
+}
+
 absl::Status SynchronizeCudaDevice(int index) {
   CudaDeviceGuard guard(index);
-  return CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  absl::Status status =
+      CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  if (!status.ok()) return status;
+  const std::string fault = TakeCudaIndexFault(index);
+  if (!fault.empty()) return absl::OutOfRangeError(fault);
+  return absl::OkStatus();
 }
 
 }  // namespace kindling::cuda

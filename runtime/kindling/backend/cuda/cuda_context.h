@@ -33,7 +33,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <string>
+
 #include "absl/status/status.h"
+#include "kindling/backend/cuda/index_fault.h"
 
 namespace kindling::cuda {
 
@@ -90,10 +93,25 @@ class CudaStreamGuard {
 // CurrentCudaStream(index). Call it with `index` current (CudaDeviceGuard).
 cublasHandle_t CublasHandle(int index);
 
+// IndexFaultSinkFor() is what a kernel of `op` (a string literal) on device
+// `index` needs to report an out-of-range index (index_fault.h); the records
+// are allocated on first use.
+IndexFaultSink IndexFaultSinkFor(int index, const char* op);
+
+// TakeCudaIndexFault() returns and clears the message of the first
+// out-of-range index a kernel on device `index` met, or "" when none did.
+// Call it only after waiting for the device's work.
+std::string TakeCudaIndexFault(int index);
+
+// CheckNoCudaIndexFault() aborts with TakeCudaIndexFault()'s message, if any:
+// the check after a host wait that has no Status to return (a copy to host).
+void CheckNoCudaIndexFault(int index);
+
 // SynchronizeCudaDevice() waits until all work queued on device `index`, on
 // every stream, has finished; an asynchronous error of that work comes back
 // as a Status naming cudaDeviceSynchronize and the last kernel launched on
-// this thread.
+// this thread, and an out-of-range index a kernel met as OutOfRange naming
+// the op, the index and the range (index_fault.h).
 [[nodiscard]] absl::Status SynchronizeCudaDevice(int index);
 
 }  // namespace kindling::cuda

@@ -161,9 +161,12 @@ void CudaDeviceMemory::CopyDeviceToHost(const Device& device, void* host_dst,
     KINDLING_CUDA_CHECK(cudaMemcpyAsync(host_dst, device_src, nbytes,
                                         cudaMemcpyDeviceToHost, stream));
     KINDLING_CUDA_CHECK(cudaStreamSynchronize(stream));
-    return;
+  } else {
+    CopyDeviceToHostStaged(index, host_dst, device_src, nbytes, stream);
   }
-  CopyDeviceToHostStaged(index, host_dst, device_src, nbytes, stream);
+  // The bytes may come from a gather that met a bad index: the host waited
+  // for them, so this is where that fault surfaces.
+  CheckNoCudaIndexFault(index);
 }
 
 void CudaDeviceMemory::CopyDeviceToDevice(const Device& device, void* dst,

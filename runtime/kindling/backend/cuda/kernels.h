@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 
+#include "kindling/backend/cuda/index_fault.h"
 #include "kindling/backend/cuda/strided_index.h"
 #include "kindling/core/check.h"
 #include "kindling/tensor/backend.h"
@@ -63,13 +64,18 @@ void MatmulKernel(int device_index, cudaStream_t stream, const TensorBase& out,
 void IntegerMatmulKernel(cudaStream_t stream, const TensorBase& out,
                          const TensorBase& lhs, const TensorBase& rhs);
 
-// index.cu
+// index.cu: `sink` receives out-of-range indices (index_fault.h).
+void CheckIndicesKernel(cudaStream_t stream, const TensorBase& index,
+                        int64_t bound, const IndexFaultSink& sink);
 void IndexSelectKernel(cudaStream_t stream, const TensorBase& out,
-                       const TensorBase& in, int axis, const TensorBase& index);
+                       const TensorBase& in, int axis, const TensorBase& index,
+                       const IndexFaultSink& sink);
 void GatherKernel(cudaStream_t stream, const TensorBase& out,
-                  const TensorBase& in, int axis, const TensorBase& index);
+                  const TensorBase& in, int axis, const TensorBase& index,
+                  const IndexFaultSink& sink);
 void ScatterAddKernel(cudaStream_t stream, const TensorBase& out, int axis,
-                      const TensorBase& index, const TensorBase& src);
+                      const TensorBase& index, const TensorBase& src,
+                      const IndexFaultSink& sink);
 
 // window.cu (Conv2d's im2col / col2im, max pooling and its backward).
 void Im2ColKernel(cudaStream_t stream, const TensorBase& columns,
@@ -81,7 +87,8 @@ void MaxPool2dKernel(cudaStream_t stream, const TensorBase& out,
                      const TensorBase& argmax, const TensorBase& input,
                      const Window2dGeometry& window);
 void MaxPool2dBackwardKernel(cudaStream_t stream, const TensorBase& input_grad,
-                             const TensorBase& grad, const TensorBase& argmax);
+                             const TensorBase& grad, const TensorBase& argmax,
+                             const Window2dGeometry& window);
 
 // random.cu
 void FillRandomKernel(cudaStream_t stream, const TensorBase& out,

@@ -5,6 +5,13 @@
 // (as the CPU backend does), in f32 for f16/bf16, wrapping for integers;
 // max/min give NaN when the line holds one; argmax/argmin give the first
 // index of the extreme, or of the first NaN, as the CPU backend does.
+//
+// Three launch shapes: a thread per line (many short or strided lines), a
+// block per line, and, when a few very long lines would leave most of the
+// GPU idle (a whole-tensor sum, a norm), each line split into fixed chunks,
+// a block per chunk writing a partial state, and a second launch combining
+// each line's partials in chunk order. The split depends only on the sizes,
+// so results are the same on every run and every GPU.
 #include <cstdint>
 #include <type_traits>
 
@@ -164,6 +171,143 @@ __global__ void ExtremeLinesThread(StridedIndexer<2> lines, const T* in,
   }
 }
 
+// --- Long lines split over blocks ------------------------------------------
+
+// LineSplit: each line cut into `chunks` pieces of `chunk` elements (the last
+// one shorter).
+struct LineSplit {
+  int64_t chunks = 1;
+  int64_t chunk = 0;
+};
+
+// Split only when the lines fill fewer than kSplitBelowBlocks blocks and a
+// chunk keeps every thread of a block busy for several elements.
+inline constexpr int64_t kSplitBelowBlocks = 512;
+inline constexpr int64_t kMinChunk = 16 * kLineThreads;
+inline constexpr int64_t kTargetBlocks = 1024;
+
+LineSplit PlanLineSplit(int64_t lines, int64_t n) {
+  LineSplit split;
+  split.chunk = n;
+  if (lines >= kSplitBelowBlocks || n < 2 * kMinChunk) return split;
+  int64_t chunks = kTargetBlocks / lines;
+  if (chunks > n / kMinChunk) chunks = n / kMinChunk;
+  if (chunks < 2) return split;
+  split.chunk = (n + chunks - 1) / chunks;
+  split.chunks = (n + split.chunk - 1) / split.chunk;
+  return split;
+}
+
+// Block b reduces chunk b % chunks of line b / chunks into partials[b];
+// `load(in_offset, k)` is element k's state, `identity` the empty state.
+template <class State, class Combine, class Load>
+__global__ void PartialLinesKernel(StridedIndexer<2> lines, int64_t n,
+                                   LineSplit split, State identity,
+                                   Combine combine, Load load,
+                                   State* partials) {
+  __shared__ State scratch[kLineThreads];
+  const int64_t count = lines.numel * split.chunks;
+  for (int64_t b = blockIdx.x; b < count; b += gridDim.x) {
+    int64_t offset[2];
+    lines.Offsets(b / split.chunks, offset);
+    const int64_t begin = (b % split.chunks) * split.chunk;
+    const int64_t end = begin + split.chunk < n ? begin + split.chunk : n;
+    State state = identity;
+    for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
+      state = combine(state, load(offset[1], k));
+    }
+    state = BlockReduce(state, scratch, combine);
+    if (threadIdx.x == 0) partials[b] = state;
+  }
+}
+
+// A thread per line combines its partials in chunk order and `finish(
+// out_offset, state)` writes the result.
+template <class State, class Combine, class Finish>
+__global__ void FinishLinesKernel(StridedIndexer<2> lines, LineSplit split,
+                                  const State* partials, Combine combine,
+                                  Finish finish) {
+  for (int64_t line = GlobalThread(); line < lines.numel;
+       line += GridThreads()) {
+    int64_t offset[2];
+    lines.Offsets(line, offset);
+    const State* own = partials + line * split.chunks;
+    State state = own[0];
+    for (int64_t c = 1; c < split.chunks; ++c) state = combine(state, own[c]);
+    finish(offset[0], state);
+  }
+}
+
+// LaunchSplitLines(): the two launches, with the partials in a scratch
+// tensor on `device` (the caching allocator reuses it stream-ordered).
+template <class State, class Combine, class Load, class Finish>
+void LaunchSplitLines(cudaStream_t stream, const Device& device,
+                      const StridedIndexer<2>& lines, int64_t n,
+                      const LineSplit& split, State identity, Combine combine,
+                      Load load, Finish finish) {
+  const int64_t blocks = lines.numel * split.chunks;
+  const TensorBase scratch = TensorBase::Empty(
+      Shape{blocks * static_cast<int64_t>(sizeof(State))}, DType::kU8, device);
+  State* partials = scratch.data_as<State>();
+  const int64_t grid = blocks < kMaxGridBlocks ? blocks : kMaxGridBlocks;
+  PartialLinesKernel<<<static_cast<unsigned>(grid), kLineThreads, 0, stream>>>(
+      lines, n, split, identity, combine, load, partials);
+  KINDLING_CUDA_CHECK_LAUNCH("PartialLinesKernel");
+  const LaunchGrid finish_grid = GridFor(lines.numel);
+  FinishLinesKernel<<<static_cast<unsigned>(finish_grid.blocks),
+                      finish_grid.threads, 0, stream>>>(lines, split, partials,
+                                                        combine, finish);
+  KINDLING_CUDA_CHECK_LAUNCH("FinishLinesKernel");
+}
+
+// Loads and finishers of the split launch, one per reduction family.
+template <class T>
+struct SumLoad {
+  const T* in;
+  int64_t stride;
+  __device__ SumType<T> operator()(int64_t line_start, int64_t k) const {
+    return ToSum(in[line_start + k * stride]);
+  }
+};
+template <class T>
+struct SumFinish {
+  T* out;
+  int64_t n;
+  bool mean;
+  __device__ void operator()(int64_t out_offset, SumType<T> sum) const {
+    out[out_offset] = FinishSum<T>(sum, mean, n);
+  }
+};
+template <class T>
+struct ExtremeLoad {
+  const T* in;
+  int64_t stride;
+  __device__ Extreme<ComputeType<T>> operator()(int64_t line_start,
+                                                int64_t k) const {
+    return {ToCompute(in[line_start + k * stride]), k};
+  }
+};
+template <class T>
+struct ExtremeFinish {
+  T* values;
+  int64_t* indices;
+  __device__ void operator()(int64_t out_offset,
+                             Extreme<ComputeType<T>> best) const {
+    WriteExtreme<T>(best, values, indices, out_offset);
+  }
+};
+
+template <class T, bool kMax>
+void LaunchSplitExtreme(cudaStream_t stream, const Device& device,
+                        const StridedIndexer<2>& lines, int64_t n,
+                        const LineSplit& split, const T* input, T* values,
+                        int64_t* indices, int64_t stride) {
+  using C = ComputeType<T>;
+  LaunchSplitLines(stream, device, lines, n, split, Extreme<C>{C{}, -1},
+                   ExtremeCombine<kMax>{}, ExtremeLoad<T>{input, stride},
+                   ExtremeFinish<T>{values, indices});
+}
+
 // Launch(): a block per line or a thread per line.
 template <class BlockKernel, class ThreadKernel, class... Args>
 void LaunchLines(cudaStream_t stream, const StridedIndexer<2>& lines,
@@ -196,10 +340,30 @@ void ReduceKernel(cudaStream_t stream, ReduceOp op, const TensorBase& out,
   KINDLING_CHECK(n > 0 || op == ReduceOp::kSum || op == ReduceOp::kMean,
                  "cuda reduce op %d over an empty axis %d of %s",
                  static_cast<int>(op), axis, in.shape().ToString());
+  const LineSplit split = block ? PlanLineSplit(lines.numel, n) : LineSplit{};
   DispatchNumeric(in.dtype(), "reduce", [&]<class T>() {
     const T* input = in.data_as<const T>();
     T* values = arg ? nullptr : out.data_as<T>();
     int64_t* indices = arg ? out.data_as<int64_t>() : nullptr;
+    if (split.chunks > 1) {
+      const Device& device = in.device();
+      switch (op) {
+        case ReduceOp::kSum:
+        case ReduceOp::kMean:
+          return LaunchSplitLines(
+              stream, device, lines, n, split, SumType<T>{0}, SumCombine{},
+              SumLoad<T>{input, stride},
+              SumFinish<T>{values, n, op == ReduceOp::kMean});
+        case ReduceOp::kMax:
+        case ReduceOp::kArgMax:
+          return LaunchSplitExtreme<T, true>(stream, device, lines, n, split,
+                                             input, values, indices, stride);
+        case ReduceOp::kMin:
+        case ReduceOp::kArgMin:
+          return LaunchSplitExtreme<T, false>(stream, device, lines, n, split,
+                                              input, values, indices, stride);
+      }
+    }
     switch (op) {
       case ReduceOp::kSum:
       case ReduceOp::kMean:

@@ -13,10 +13,9 @@
 //     order: deterministic, no atomics, bit-identical to the CPU.
 //   - MaxPool2d: a thread per window position scans its window in kernel
 //     order with the CPU's comparisons (bit-identical values and argmax).
-//   - MaxPool2dBackward: the contract gives argmax but not the geometry, so
-//     a cell cannot enumerate the windows covering it; a thread per window
-//     position atomicAdds its gradient into its argmax cell instead (see
-//     ScatterMaxGradOp for what that means for determinism).
+//   - MaxPool2dBackward: a thread per input cell gathers the gradients of
+//     the windows covering it whose argmax it is, in the CPU's order:
+//     deterministic, no atomics, bit-identical to the CPU.
 // Every index is int64 (tensors above 2^31 elements), strides are the
 // tensors' own (strided and transposed views need no copies), and
 // zero-size tensors launch nothing.
@@ -306,60 +305,85 @@ void LaunchMaxPool(cudaStream_t stream, const TensorBase& out,
 
 // --- MaxPool2dBackward -----------------------------------------------------
 
-// input_grad[o2 + argmax[o1]] += grad[o0] over grad's [N, C, OH, OW], where
-// o2 is the start of the (n, c) plane of input_grad.
-//
-// Determinism: cells under one window only (stride >= kernel, the usual
-// pooling) receive one add onto zero, exact. A cell that is the maximum of
-// several overlapping windows receives their gradients in an unspecified
-// order; two adds commute exactly in IEEE arithmetic, so results can vary
-// between runs (within rounding) only for cells that win three or more
-// windows. A deterministic gather per cell would need the window geometry,
-// which Backend::MaxPool2dBackward does not receive.
 template <class T>
-struct ScatterMaxGradOp {
-  T* input_grad;
+struct MaxPoolBackwardArgs {
+  T* input_grad;  // contiguous [N, C, H, W]
   const T* grad;
-  const int64_t* argmax;
-  __device__ void operator()(const int64_t* offset) const {
-    const int64_t cell = argmax[offset[1]];
-    if (cell >= 0) atomicAdd(input_grad + offset[2] + cell, grad[offset[0]]);
-  }
+  const int64_t* argmax;  // contiguous [N, C, OH, OW]
+  Strides4 grad_strides;
+  WindowShape w;
+  int64_t count;  // N * C * H * W
 };
+
+// A thread per input cell sums the gradients of the windows whose argmax it
+// is. The windows covering cell (h, w) are those with oh * stride - pad +
+// i * dilation == h for a kernel row i (likewise columns); walking i and j
+// downwards visits them in ascending (oh, ow), the order in which the CPU's
+// scatter adds them, so the sum is bit-identical to the CPU's and needs no
+// atomics.
+template <class T>
+__global__ void MaxPoolBackwardGridKernel(MaxPoolBackwardArgs<T> a) {
+  const WindowShape& w = a.w;
+  const int64_t plane = w.height * w.width;
+  const int64_t out_plane = w.out_h * w.out_w;
+  const int64_t* gs = a.grad_strides.s;
+  for (int64_t i = GlobalThread(); i < a.count; i += GridThreads()) {
+    const int64_t cell = i % plane;
+    const int64_t nc = i / plane;
+    const int64_t n = nc / w.channels;
+    const int64_t c = nc % w.channels;
+    const int64_t h = cell / w.width;
+    const int64_t x = cell % w.width;
+    T sum = T(0);
+    for (int64_t ki = w.kernel_h - 1; ki >= 0; --ki) {
+      const int64_t top = h + w.pad_h - ki * w.dilation_h;
+      if (top < 0 || top % w.stride_h != 0) continue;
+      const int64_t oh = top / w.stride_h;
+      if (oh >= w.out_h) continue;
+      for (int64_t kj = w.kernel_w - 1; kj >= 0; --kj) {
+        const int64_t left = x + w.pad_w - kj * w.dilation_w;
+        if (left < 0 || left % w.stride_w != 0) continue;
+        const int64_t ow = left / w.stride_w;
+        if (ow >= w.out_w) continue;
+        if (a.argmax[nc * out_plane + oh * w.out_w + ow] != cell) continue;
+        sum += a.grad[n * gs[0] + c * gs[1] + oh * gs[2] + ow * gs[3]];
+      }
+    }
+    a.input_grad[i] = sum;
+  }
+}
 
 template <class T>
 void LaunchMaxPoolBackward(cudaStream_t stream, const TensorBase& input_grad,
-                           const TensorBase& grad, const TensorBase& argmax) {
+                           const TensorBase& grad, const TensorBase& argmax,
+                           const Window2dGeometry& window) {
   KINDLING_CHECK(argmax.dtype() == DType::kI64 &&
                      argmax.shape() == grad.shape() && grad.rank() == 4 &&
                      input_grad.rank() == 4,
                  "cuda max_pool2d backward: argmax %s (i64), grad %s and "
                  "input_grad %s do not fit",
                  argmax.ToString(), grad.ToString(), input_grad.ToString());
-  // No input cell (no planes, or empty ones): nothing to write, and every
-  // argmax entry is -1 or there is none.
+  // No input cell (no planes, or empty ones): nothing to write.
   if (input_grad.numel() == 0) return;
   CheckContiguous(input_grad, "max_pool2d backward", "input_grad");
-  if (grad.numel() > 0)
-    CheckContiguous(argmax, "max_pool2d backward", "argmax");
-  KINDLING_CUDA_CHECK(cudaMemsetAsync(input_grad.data_as<T>(), 0,
-                                      input_grad.numel() * sizeof(T), stream));
-  const Shape& in_shape = input_grad.shape();
-  const int64_t plane_size = in_shape[2] * in_shape[3];
-  int64_t grad_strides[4], argmax_strides[4];
-  for (int i = 0; i < 4; ++i) {
-    grad_strides[i] = grad.strides()[i];
-    argmax_strides[i] = argmax.strides()[i];
+  if (grad.numel() == 0) {  // no window: every cell's gradient is 0
+    KINDLING_CUDA_CHECK(cudaMemsetAsync(
+        input_grad.data_as<T>(), 0, input_grad.numel() * sizeof(T), stream));
+    return;
   }
-  // The plane start of input_grad, as a third operand over grad's shape.
-  const int64_t plane_strides[4] = {in_shape[1] * plane_size, plane_size, 0, 0};
-  const int64_t* strides[3] = {grad_strides, argmax_strides, plane_strides};
-  const StridedIndexer<3> indexer =
-      MakeStridedIndexer<3>(4, grad.shape().data(), strides);
-  LaunchStrided(
-      stream, indexer,
-      ScatterMaxGradOp<T>{input_grad.data_as<T>(), grad.data_as<const T>(),
-                          argmax.data_as<const int64_t>()});
+  CheckContiguous(argmax, "max_pool2d backward", "argmax");
+  MaxPoolBackwardArgs<T> args{
+      input_grad.data_as<T>(),
+      grad.data_as<const T>(),
+      argmax.data_as<const int64_t>(),
+      StridesOf4(grad),
+      MakeWindowShape(input_grad.shape(), grad.shape()[2], grad.shape()[3],
+                      window),
+      input_grad.numel()};
+  const LaunchGrid grid = GridFor(args.count);
+  MaxPoolBackwardGridKernel<T>
+      <<<static_cast<unsigned>(grid.blocks), grid.threads, 0, stream>>>(args);
+  KINDLING_CUDA_CHECK_LAUNCH("MaxPoolBackwardGridKernel");
 }
 
 }  // namespace
@@ -388,11 +412,12 @@ void MaxPool2dKernel(cudaStream_t stream, const TensorBase& out,
 }
 
 void MaxPool2dBackwardKernel(cudaStream_t stream, const TensorBase& input_grad,
-                             const TensorBase& grad, const TensorBase& argmax) {
-  DispatchF32F64(input_grad.dtype(), "cuda", "max_pool2d backward",
-                 [&]<class T>() {
-                   LaunchMaxPoolBackward<T>(stream, input_grad, grad, argmax);
-                 });
+                             const TensorBase& grad, const TensorBase& argmax,
+                             const Window2dGeometry& window) {
+  DispatchF32F64(
+      input_grad.dtype(), "cuda", "max_pool2d backward", [&]<class T>() {
+        LaunchMaxPoolBackward<T>(stream, input_grad, grad, argmax, window);
+      });
 }
 
 }  // namespace kindling::cuda
