@@ -3,10 +3,11 @@
 model on Fashion-MNIST in the same data order, timed.
 
 Usage: train_torch.py --model mlp|cnn --order ORDER_FILE --batch_size 128
-                      [--epochs 1] [--threads 2]
+                      [--epochs 1] [--threads 2] [--device cpu|cuda]
 ORDER_FILE holds the epoch's sample indices as little-endian int64 (the
 Kindling loader's EpochOrder). Prints one JSON line: the seconds of each
-epoch and the process's peak RSS in MiB.
+epoch and the process's peak RSS in MiB. With --device cuda and a PyTorch
+without CUDA it prints why and exits 3.
 """
 import argparse
 import gzip
@@ -55,7 +56,11 @@ def main():
     parser.add_argument("--batch_size", type=int, default=128)
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("train_torch.py: this PyTorch has no CUDA device")
+        sys.exit(3)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -67,7 +72,8 @@ def main():
     order = torch.from_numpy(
         np.fromfile(args.order, dtype="<i8").astype(np.int64))
 
-    model = mlp() if args.model == "mlp" else cnn()
+    device = torch.device(args.device)
+    model = (mlp() if args.model == "mlp" else cnn()).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     seconds = []
@@ -76,11 +82,15 @@ def main():
         for begin in range(0, len(order), args.batch_size):
             index = order[begin:begin + args.batch_size]
             # The gather is part of the epoch, as the Kindling loader's is.
-            batch_x, batch_y = x[index], y[index]
+            # Gathered on the host, then moved: what Kindling's loader and
+            # trainer do on a device.
+            batch_x, batch_y = x[index].to(device), y[index].to(device)
             optimizer.zero_grad(set_to_none=True)
             loss = loss_fn(model(batch_x), batch_y)
             loss.backward()
             optimizer.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
         seconds.append(time.perf_counter() - start)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     json.dump({"epoch_seconds": seconds, "peak_rss_mib": peak_mib,
