@@ -12,6 +12,8 @@
 //   BM_SoftmaxF32    softmax(1) of [4096, 1024]  `ratio_vs_memcpy` as above
 //                                        (1 read + 1 write).
 //   BM_AddSmallF32   a + b of 16..16K floats: time per op (dispatch cost).
+//   BM_MulScalarF32  16M-element x * 2.0  `ratio_vs_memcpy` (1 read + 1
+//                    write); BM_MulScalarSmallF32 the same at 16..16K floats.
 //   BM_Reduce/<op>_<where>, BM_Softmax/<op>_<where>, BM_Unary/<op>
 //                    `vs_torch`: PyTorch's median time for the same op on the
 //                    same shape / Kindling's median time (>= 1 means at least
@@ -148,6 +150,27 @@ void BM_AddSmallF32(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_AddSmallF32)->Arg(16)->Arg(1024)->Arg(16384);
+
+// x * 2.0, the scalar op behind loss scaling and most gradients: 16M
+// elements (1 read + 1 write, `ratio_vs_memcpy` as above) and a few small
+// sizes (time per op: dispatch cost, the scalar's own handling included).
+void BM_MulScalarF32(benchmark::State& state) {
+  const auto a = Tensor<1>::Full({kElements}, 1.5);
+  MeasureBandwidth(state, 2.0 * kBytes, [&] {
+    Tensor<1> c = a * 2.0;
+    benchmark::DoNotOptimize(c.base().data());
+  });
+}
+BENCHMARK(BM_MulScalarF32)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_MulScalarSmallF32(benchmark::State& state) {
+  const auto a = Tensor<1>::Full({state.range(0)}, 1.5);
+  for (auto _ : state) {
+    Tensor<1> c = a * 2.0;
+    benchmark::DoNotOptimize(c.base().data());
+  }
+}
+BENCHMARK(BM_MulScalarSmallF32)->Arg(16)->Arg(1024)->Arg(16384);
 
 void BM_SumF32(benchmark::State& state) {
   const auto a = Tensor<1>::Full({kElements}, 1.0);

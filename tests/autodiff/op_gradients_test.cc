@@ -2,6 +2,7 @@
 // differences in f64 (gradcheck.h), on random inputs, including broadcast,
 // non-contiguous (transposed, sliced) and zero-size cases.
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -146,6 +147,96 @@ INSTANTIATE_TEST_SUITE_P(
                       BinaryCase{BinaryOp::kMaximum, -2, 2},
                       BinaryCase{BinaryOp::kMinimum, -2, 2},
                       BinaryCase{BinaryOp::kReluBackward, -2, 2}));
+
+// A scalar op's gradient is Binary()'s with a rank-0 operand holding the
+// scalar, bit for bit, in every floating dtype and on both sides (the
+// scalar path passes it by value and materializes it only for the
+// gradients that read it).
+TEST(ScalarGradientTest, BitIdenticalToARankZeroOperand) {
+  const BinaryOp ops[] = {BinaryOp::kAdd,     BinaryOp::kSub,
+                          BinaryOp::kMul,     BinaryOp::kDiv,
+                          BinaryOp::kPow,     BinaryOp::kMaximum,
+                          BinaryOp::kMinimum, BinaryOp::kReluBackward};
+  Generator generator(21);
+  // Includes 0, 1, 2 and a negative, so pow's masks and max/min ties hit.
+  const std::vector<int64_t> points = {0, 1, 2, -3, 5, 2};
+  const TensorBase values = IndexTensor(points, {2, 3});
+  const TensorBase upstream = RandomLeaf({2, 3}, generator).Detach();
+  for (DType dtype : {DType::kF64, DType::kF32, DType::kF16, DType::kBF16}) {
+    for (BinaryOp op : ops) {
+      for (double scalar : {0.7, 2.0, 0.0, -1.5}) {
+        for (bool lhs : {false, true}) {
+          const TensorBase x =
+              ops::BinaryScalar(BinaryOp::kMul, values.To(dtype), 0.5)
+                  .with_require_grad(true);
+          const TensorBase constant =
+              ops::Full(Shape{}, scalar, dtype, Device::Cpu());
+          const TensorBase by_value = lhs ? ops::ScalarBinary(op, scalar, x)
+                                          : ops::BinaryScalar(op, x, scalar);
+          const TensorBase by_tensor =
+              lhs ? ops::Binary(op, constant, x) : ops::Binary(op, x, constant);
+          const auto gradient = [&](const TensorBase& y) {
+            const Gradients grads = Backward(ops::ReduceAll(
+                ReduceOp::kSum,
+                ops::Binary(BinaryOp::kMul, y, upstream.To(dtype))));
+            const TensorBase* grad = grads.Find(x.leaf_id());
+            EXPECT_NE(nullptr, grad);
+            return grad == nullptr ? std::vector<double>()
+                                   : testing::ToDoubles(*grad);
+          };
+          const std::vector<double> expected = gradient(by_tensor);
+          const std::vector<double> actual = gradient(by_value);
+          ASSERT_EQ(expected.size(), actual.size());
+          for (size_t i = 0; i < expected.size(); ++i) {
+            if (std::isnan(expected[i]) && std::isnan(actual[i])) continue;
+            EXPECT_EQ(expected[i], actual[i])
+                << ops::BinaryOpName(op) << " " << DTypeName(dtype)
+                << " scalar " << scalar << (lhs ? " on the left" : "")
+                << " element " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ScalarGradientTest, TiesWithTheScalarSplitEvenly) {
+  const TensorBase x =
+      IndexTensor({1, 2, 0}, {3}).To(DType::kF64).with_require_grad(true);
+  const Gradients max_grads = Backward(ops::ReduceAll(
+      ReduceOp::kSum, ops::BinaryScalar(BinaryOp::kMaximum, x, 1)));
+  EXPECT_EQ((std::vector<double>{0.5, 1, 0}),
+            testing::ToDoubles(*max_grads.Find(x.leaf_id())));
+  const Gradients min_grads = Backward(ops::ReduceAll(
+      ReduceOp::kSum, ops::ScalarBinary(BinaryOp::kMinimum, 1, x)));
+  EXPECT_EQ((std::vector<double>{0.5, 0, 1}),
+            testing::ToDoubles(*min_grads.Find(x.leaf_id())));
+}
+
+TEST(ScalarGradientTest, ConstantSideFormulas) {
+  // d/dx (3 - x) = -1, d/dx (2 / x) = -2 / x^2, d/dx 2^x = 2^x ln 2,
+  // d/dx x^0 = 0, relu_backward(3, x) is constant in x.
+  const TensorBase x =
+      IndexTensor({1, 2, 4}, {3}).To(DType::kF64).with_require_grad(true);
+  const auto grad_of = [&](const TensorBase& y) {
+    const Gradients grads = Backward(ops::ReduceAll(ReduceOp::kSum, y));
+    return testing::ToDoubles(*grads.Find(x.leaf_id()));
+  };
+  EXPECT_EQ((std::vector<double>{-1, -1, -1}),
+            grad_of(ops::ScalarBinary(BinaryOp::kSub, 3, x)));
+  EXPECT_EQ((std::vector<double>{-2, -0.5, -0.125}),
+            grad_of(ops::ScalarBinary(BinaryOp::kDiv, 2, x)));
+  const std::vector<double> exp2 =
+      grad_of(ops::ScalarBinary(BinaryOp::kPow, 2, x));
+  EXPECT_DOUBLE_EQ(2 * std::log(2.0), exp2[0]);
+  EXPECT_DOUBLE_EQ(16 * std::log(2.0), exp2[2]);
+  EXPECT_EQ((std::vector<double>{0, 0, 0}),
+            grad_of(ops::BinaryScalar(BinaryOp::kPow, x, 0)));
+  EXPECT_EQ((std::vector<double>{0, 0, 0}),
+            grad_of(ops::ScalarBinary(BinaryOp::kReluBackward, 3, x)));
+  EXPECT_EQ((std::vector<double>{1, 1, 1}),
+            grad_of(ops::BinaryScalar(BinaryOp::kReluBackward, x, 0.5)));
+}
 
 TEST(BinaryGradientTest, MaximumSplitsTiesEvenly) {
   const TensorBase a = IndexTensor({1, 2}, {2}).To(DType::kF64);

@@ -102,6 +102,9 @@ class FakeCudaMemory final : public DeviceMemory {
 class FakeCudaBackend final : public Backend {
  public:
   std::string_view name() const override { return "fake-cuda"; }
+  // The CPU kernels it runs do no 16-bit arithmetic, so unlike the real
+  // CUDA backend the fake gets f16/bf16 ops as f32 from the front end.
+  bool ComputesHalfNatively() const override { return false; }
 
   void Copy(const TensorBase& out, const TensorBase& in) override {
     Cpu("Copy", {&out, &in}).Copy(out, in);
@@ -213,6 +216,12 @@ class FakeCudaBackend final : public Backend {
         {&input_grad, &weight_grad, &bias_grad, &grad, &input, &weight})
         .Conv2dBackward(input_grad, weight_grad, bias_grad, grad, input, weight,
                         window);
+  }
+  void BinaryScalar(BinaryOp op, const TensorBase& out,
+                    const TensorBase& tensor, double scalar,
+                    bool scalar_is_lhs) override {
+    Cpu("BinaryScalar", {&out, &tensor})
+        .BinaryScalar(op, out, tensor, scalar, scalar_is_lhs);
   }
 
  private:

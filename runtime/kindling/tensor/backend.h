@@ -104,6 +104,14 @@ class Backend {
   // name() is for messages, e.g. "cpu".
   virtual std::string_view name() const = 0;
 
+  // ComputesHalfNatively() is true when this backend's Unary, Binary,
+  // BinaryScalar, Reduce, Softmax and Matmul take f16 and bf16 tensors
+  // themselves (computing in f32 and rounding each result once, as the
+  // front end's f32 round trip does). Otherwise the front end hands those
+  // methods f32 copies and rounds their results back. The other kernels
+  // (windows, convolution, scatter-add) always get f32 for 16-bit floats.
+  virtual bool ComputesHalfNatively() const { return false; }
+
   // Copy(): out[i] = convert(in[i]) for one shape; `out` may be a strided
   // view (cat writes through narrowed views) and the dtypes may differ
   // (floats round to nearest even; float to integer truncates, saturates
@@ -328,6 +336,17 @@ class Backend {
                               const TensorBase& grad, const TensorBase& input,
                               const TensorBase& weight,
                               const Window2dGeometry& window) = 0;
+
+  // BinaryScalar(): out = op(tensor, scalar), or op(scalar, tensor) when
+  // `scalar_is_lhs`, with Binary()'s arithmetic and output dtype
+  // (comparisons write Bool). The scalar is first converted to tensor's
+  // dtype exactly as Fill() converts its value, so the result equals
+  // Binary() with a rank-0 tensor Fill()ed with `scalar`, bit for bit; it is
+  // passed by value, so the call allocates nothing. `tensor` may be any
+  // strided view of out's shape; `out` may alias `tensor` exactly.
+  virtual void BinaryScalar(BinaryOp op, const TensorBase& out,
+                            const TensorBase& tensor, double scalar,
+                            bool scalar_is_lhs) = 0;
 };
 
 // RegisterBackend() makes `backend` serve every device of `type`. Called from

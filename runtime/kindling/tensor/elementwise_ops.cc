@@ -16,7 +16,8 @@ using internal::BroadcastOrDie;
 using internal::CheckDefined;
 using internal::CheckFloating;
 using internal::CheckSameDevice;
-using internal::ComputeDType;
+using internal::ComputeDTypeOn;
+using internal::ScalarAsStored;
 
 namespace {
 
@@ -44,6 +45,26 @@ TensorBase UnaryGradient(UnaryOp op, const TensorBase& grad,
 std::pair<TensorBase, TensorBase> BinaryGradients(
     BinaryOp op, const TensorBase& grad, const TensorBase& a,
     const TensorBase& b, const TensorBase& y, bool need_a, bool need_b);
+
+bool IsLogical(BinaryOp op) {
+  return op == BinaryOp::kLogicalAnd || op == BinaryOp::kLogicalOr;
+}
+
+// CheckOperandDType() aborts when `op` is not defined on operands of
+// `dtype` (shapes lhs_shape and rhs_shape, for the message): the logical
+// ops need bool, arithmetic refuses it.
+void CheckOperandDType(BinaryOp op, DType dtype, const Shape& lhs_shape,
+                       const Shape& rhs_shape) {
+  const char* name = BinaryOpName(op);
+  if (IsLogical(op)) {
+    KINDLING_CHECK(dtype == DType::kBool, "%s: needs bool tensors, got %s",
+                   name, std::string(DTypeName(dtype)));
+  } else if (!IsComparison(op)) {
+    KINDLING_CHECK(dtype != DType::kBool,
+                   "%s: arithmetic on bool tensors %s and %s", name,
+                   lhs_shape.ToString(), rhs_shape.ToString());
+  }
+}
 
 bool NeedsFloating(UnaryOp op) {
   switch (op) {
@@ -140,7 +161,7 @@ TensorBase Unary(UnaryOp op, const TensorBase& in, double arg0, double arg1) {
     KINDLING_CHECK(!(arg0 > arg1), "clamp: min %g above max %g", arg0, arg1);
   }
   const auto forward = [&] {
-    const DType compute = ComputeDType(in.dtype());
+    const DType compute = ComputeDTypeOn(in.dtype(), in.device());
     const TensorBase input = in.To(compute);
     TensorBase result = TensorBase::Empty(in.shape(), compute, in.device());
     if (result.numel() > 0) {
@@ -236,20 +257,11 @@ TensorBase Binary(BinaryOp op, const TensorBase& lhs, const TensorBase& rhs) {
                  "%s: dtypes differ, %s%s vs %s%s (convert with to())", name,
                  std::string(DTypeName(lhs.dtype())), lhs.shape().ToString(),
                  std::string(DTypeName(rhs.dtype())), rhs.shape().ToString());
-  const bool logical =
-      op == BinaryOp::kLogicalAnd || op == BinaryOp::kLogicalOr;
-  if (logical) {
-    KINDLING_CHECK(lhs.dtype() == DType::kBool,
-                   "%s: needs bool tensors, got %s", name,
-                   std::string(DTypeName(lhs.dtype())));
-  } else if (!IsComparison(op)) {
-    KINDLING_CHECK(lhs.dtype() != DType::kBool,
-                   "%s: arithmetic on bool tensors %s and %s", name,
-                   lhs.shape().ToString(), rhs.shape().ToString());
-  }
+  const bool logical = IsLogical(op);
+  CheckOperandDType(op, lhs.dtype(), lhs.shape(), rhs.shape());
   const Shape shape = BroadcastOrDie(lhs, rhs, name);
   const auto forward = [&] {
-    const DType compute = ComputeDType(lhs.dtype());
+    const DType compute = ComputeDTypeOn(lhs.dtype(), lhs.device());
     const TensorBase a = lhs.To(compute).Expand(shape);
     const TensorBase b = rhs.To(compute).Expand(shape);
     const DType out_dtype = IsComparison(op) ? DType::kBool : compute;
@@ -356,14 +368,105 @@ std::pair<TensorBase, TensorBase> BinaryGradients(
 
 }  // namespace
 
+namespace {
+
+// The gradient of a scalar op, defined right under it.
+TensorBase ScalarOpGradient(BinaryOp op, const TensorBase& grad,
+                            const TensorBase& x, const TensorBase& y,
+                            double scalar, bool scalar_is_lhs);
+
+// ScalarOp() is op(tensor, scalar), or op(scalar, tensor) when
+// `scalar_is_lhs`: Binary() with a rank-0 operand of tensor's dtype holding
+// `scalar`, with the same checks, values and gradient, but the scalar goes
+// to the backend by value (Backend::BinaryScalar): no allocation and no
+// fill for it.
+TensorBase ScalarOp(BinaryOp op, const TensorBase& tensor, double scalar,
+                    bool scalar_is_lhs) {
+  const char* name = BinaryOpName(op);
+  CheckDefined(tensor, name);
+  CheckOperandDType(op, tensor.dtype(),
+                    scalar_is_lhs ? Shape{} : tensor.shape(),
+                    scalar_is_lhs ? tensor.shape() : Shape{});
+  const auto forward = [&] {
+    Backend& backend = GetBackend(tensor.device());
+    const DType compute =
+        internal::ComputeDType(tensor.dtype(), backend.ComputesHalfNatively());
+    // Computed in f32 for an f16/bf16 tensor, the scalar is first rounded
+    // as an f16/bf16 rank-0 operand would hold it.
+    const double value = compute == tensor.dtype()
+                             ? scalar
+                             : ScalarAsStored(scalar, tensor.dtype());
+    const TensorBase input = tensor.To(compute);
+    const DType out_dtype = IsComparison(op) ? DType::kBool : compute;
+    TensorBase result =
+        TensorBase::Empty(tensor.shape(), out_dtype, tensor.device());
+    if (result.numel() > 0) {
+      backend.BinaryScalar(op, result, input, value, scalar_is_lhs);
+    }
+    return IsComparison(op) ? result : result.To(tensor.dtype());
+  };
+  if (IsComparison(op) || IsLogical(op) || !autograd::ShouldRecord(tensor)) {
+    return forward();
+  }
+  TensorBase out = autograd::Untracked(forward);
+  // Only what the gradient reads is saved (x the tensor, y the result).
+  const bool reads_x = op == BinaryOp::kMaximum || op == BinaryOp::kMinimum ||
+                       (op == BinaryOp::kPow && !scalar_is_lhs) ||
+                       (op == BinaryOp::kDiv && scalar_is_lhs);
+  const bool reads_y =
+      scalar_is_lhs && (op == BinaryOp::kDiv || op == BinaryOp::kPow);
+  return autograd::Record(
+      name, {tensor}, out,
+      [op, x = reads_x ? SavedTensor(tensor) : SavedTensor(),
+       y = reads_y ? SavedTensor(out) : SavedTensor(), scalar,
+       scalar_is_lhs](const TensorBase& grad) -> GradList {
+        return {ScalarOpGradient(op, grad, x, y, scalar, scalar_is_lhs)};
+      });
+}
+
+// ScalarOpGradient() is the gradient of op(x, s) (or op(s, x)) for x: the
+// tensor side of BinaryGradients() with a constant operand. The common
+// linear cases pass the scalar by value; the others materialize it as the
+// rank-0 tensor Binary() would have saved (only here, in the backward) and
+// reuse BinaryGradients, so the two paths cannot drift apart.
+TensorBase ScalarOpGradient(BinaryOp op, const TensorBase& grad,
+                            const TensorBase& x, const TensorBase& y,
+                            double scalar, bool scalar_is_lhs) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return grad;
+    case BinaryOp::kSub:
+      return scalar_is_lhs ? Neg(grad) : grad;
+    case BinaryOp::kMul:
+      return BinaryScalar(BinaryOp::kMul, grad, scalar);
+    case BinaryOp::kDiv:
+      if (!scalar_is_lhs) return BinaryScalar(BinaryOp::kDiv, grad, scalar);
+      break;  // s / x reads x and y only
+    default:
+      break;
+  }
+  const bool reads_scalar = !(op == BinaryOp::kDiv && scalar_is_lhs);
+  const TensorBase constant =
+      reads_scalar ? Full(Shape{}, scalar, grad.dtype(), grad.device())
+                   : TensorBase();
+  if (scalar_is_lhs) {
+    return BinaryGradients(op, grad, constant, x, y, /*need_a=*/false,
+                           /*need_b=*/true)
+        .second;
+  }
+  return BinaryGradients(op, grad, x, constant, y, /*need_a=*/true,
+                         /*need_b=*/false)
+      .first;
+}
+
+}  // namespace
+
 TensorBase BinaryScalar(BinaryOp op, const TensorBase& lhs, double scalar) {
-  CheckDefined(lhs, BinaryOpName(op));
-  return Binary(op, lhs, Full(Shape{}, scalar, lhs.dtype(), lhs.device()));
+  return ScalarOp(op, lhs, scalar, /*scalar_is_lhs=*/false);
 }
 
 TensorBase ScalarBinary(BinaryOp op, double scalar, const TensorBase& rhs) {
-  CheckDefined(rhs, BinaryOpName(op));
-  return Binary(op, Full(Shape{}, scalar, rhs.dtype(), rhs.device()), rhs);
+  return ScalarOp(op, rhs, scalar, /*scalar_is_lhs=*/true);
 }
 
 TensorBase Where(const TensorBase& condition, const TensorBase& on_true,
@@ -464,13 +567,34 @@ void BinaryInPlace(BinaryOp op, TensorBase& self, const TensorBase& other) {
   autograd::CheckInPlaceWrite(name, self, other);
   self.MakeWritable();
   if (self.numel() == 0) return;
-  const DType compute = ComputeDType(self.dtype());
+  const DType compute = ComputeDTypeOn(self.dtype(), self.device());
   if (compute == self.dtype()) {
     GetBackend(self.device()).Binary(op, self, self, other.Expand(shape));
     return;
   }
   const TensorBase result =
       autograd::Untracked([&] { return Binary(op, self, other); });
+  AssignInPlace(self, result);
+}
+
+void BinaryScalarInPlace(BinaryOp op, TensorBase& self, double scalar) {
+  const char* name = BinaryOpName(op);
+  CheckDefined(self, name);
+  KINDLING_CHECK(!IsComparison(op), "%s: has no in-place form", name);
+  CheckOperandDType(op, self.dtype(), self.shape(), Shape{});
+  CheckWritableTarget(self, name);
+  autograd::CheckInPlaceWrite(name, self, TensorBase());
+  self.MakeWritable();
+  if (self.numel() == 0) return;
+  Backend& backend = GetBackend(self.device());
+  const DType compute =
+      internal::ComputeDType(self.dtype(), backend.ComputesHalfNatively());
+  if (compute == self.dtype()) {
+    backend.BinaryScalar(op, self, self, scalar, /*scalar_is_lhs=*/false);
+    return;
+  }
+  const TensorBase result =
+      autograd::Untracked([&] { return BinaryScalar(op, self, scalar); });
   AssignInPlace(self, result);
 }
 

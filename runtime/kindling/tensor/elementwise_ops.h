@@ -18,9 +18,12 @@ TensorBase Unary(UnaryOp op, const TensorBase& in, double arg0 = 0,
                  double arg1 = 0);
 // Binary() applies `op` with NumPy broadcasting; comparisons return Bool.
 TensorBase Binary(BinaryOp op, const TensorBase& lhs, const TensorBase& rhs);
-// BinaryScalar() is Binary() with a rank-0 rhs holding `scalar`.
+// BinaryScalar() is Binary() with a rank-0 rhs of lhs's dtype holding
+// `scalar` (same checks, values bit for bit, and gradient), but the scalar
+// reaches the kernel by value: no tensor is made for it, so on a GPU the op
+// is one launch and one allocation (its result).
 TensorBase BinaryScalar(BinaryOp op, const TensorBase& lhs, double scalar);
-// ScalarBinary() is Binary() with a rank-0 lhs holding `scalar`.
+// ScalarBinary() is BinaryScalar() with the scalar on the left.
 TensorBase ScalarBinary(BinaryOp op, double scalar, const TensorBase& rhs);
 // Where() picks on_true where `condition` (Bool) holds, else on_false; all
 // three broadcast together.
@@ -39,6 +42,9 @@ TensorBase MaskFill(const TensorBase& in, const TensorBase& mask, double value);
 
 // BinaryInPlace(): self = op(self, other), other broadcast to self's shape.
 void BinaryInPlace(BinaryOp op, TensorBase& self, const TensorBase& other);
+// BinaryScalarInPlace(): self = op(self, scalar), BinaryScalar() in place
+// (one kernel and no allocation where self's dtype is computed natively).
+void BinaryScalarInPlace(BinaryOp op, TensorBase& self, double scalar);
 // FillInPlace(): every element of self <- value.
 void FillInPlace(TensorBase& self, double value);
 // AssignInPlace(): self <- src (broadcast, converted to self's dtype).

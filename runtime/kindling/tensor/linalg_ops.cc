@@ -12,7 +12,7 @@ namespace kindling::ops {
 
 using internal::CheckDefined;
 using internal::CheckSameDevice;
-using internal::ComputeDType;
+using internal::ComputeDTypeOn;
 
 namespace {
 
@@ -58,7 +58,7 @@ TensorBase Matmul(const TensorBase& lhs, const TensorBase& rhs) {
   out_shape.push_back(m);
   out_shape.push_back(n);
   const auto forward = [&] {
-    const DType compute = ComputeDType(lhs.dtype());
+    const DType compute = ComputeDTypeOn(lhs.dtype(), lhs.device());
     TensorBase result = TensorBase::Empty(out_shape, compute, lhs.device());
     if (result.numel() == 0) return result.To(lhs.dtype());
     if (k == 0) {

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "kindling/core/check.h"
+#include "kindling/tensor/backend.h"
+#include "kindling/tensor/half.h"
 
 namespace kindling::ops::internal {
 
@@ -10,6 +12,29 @@ namespace kindling::ops::internal {
 // arithmetic for these ops, and rounding once at the end is more accurate.
 DType ComputeDType(DType dtype) {
   return dtype == DType::kF16 || dtype == DType::kBF16 ? DType::kF32 : dtype;
+}
+
+// A backend that computes 16-bit floats natively also computes them in f32,
+// inside its kernels: the result is the same rounding of the same f32 value,
+// without the two conversion passes and their allocations.
+DType ComputeDType(DType dtype, bool half_native) {
+  return half_native ? dtype : ComputeDType(dtype);
+}
+
+DType ComputeDTypeOn(DType dtype, const Device& device) {
+  if (dtype != DType::kF16 && dtype != DType::kBF16) return dtype;
+  return ComputeDType(dtype, GetBackend(device).ComputesHalfNatively());
+}
+
+double ScalarAsStored(double value, DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+      return HalfBitsToFloat(DoubleToHalfBits(value));
+    case DType::kBF16:
+      return BFloat16BitsToFloat(DoubleToBFloat16Bits(value));
+    default:
+      return value;
+  }
 }
 
 void CheckDefined(const TensorBase& tensor, const char* op) {

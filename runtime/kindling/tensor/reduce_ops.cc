@@ -11,7 +11,7 @@ namespace kindling::ops {
 
 using internal::CheckDefined;
 using internal::CheckFloating;
-using internal::ComputeDType;
+using internal::ComputeDTypeOn;
 
 namespace {
 
@@ -52,7 +52,7 @@ TensorBase Reduce(ReduceOp op, const TensorBase& in, int axis) {
                  "%s: axis %d of shape %s is empty", name, a,
                  in.shape().ToString());
   const auto forward = [&] {
-    const DType compute = ComputeDType(in.dtype());
+    const DType compute = ComputeDTypeOn(in.dtype(), in.device());
     Shape shape = in.shape();
     shape[a] = 1;
     TensorBase result =
@@ -121,7 +121,7 @@ TensorBase Softmax(const TensorBase& in, int axis, bool log) {
   CheckFloating(in, name);
   const int a = in.NormalizeAxis(axis, name);
   const auto forward = [&] {
-    const DType compute = ComputeDType(in.dtype());
+    const DType compute = ComputeDTypeOn(in.dtype(), in.device());
     TensorBase result = TensorBase::Empty(in.shape(), compute, in.device());
     if (result.numel() > 0) {
       GetBackend(in.device()).Softmax(result, in.To(compute), a, log);

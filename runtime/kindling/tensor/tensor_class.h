@@ -424,8 +424,7 @@ class [[nodiscard]] Tensor {
     return *this;
   }
   Tensor& mul_(double scalar) {
-    ops::BinaryInPlace(BinaryOp::kMul, base_,
-                       ops::Full(Shape{}, scalar, dtype(), device()));
+    ops::BinaryScalarInPlace(BinaryOp::kMul, base_, scalar);
     return *this;
   }
   Tensor& fill_(double value) {

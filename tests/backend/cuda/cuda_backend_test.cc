@@ -21,6 +21,8 @@
 #include "kindling/backend/cuda/cuda_context.h"
 #include "kindling/tensor/backend.h"
 #include "kindling/tensor/device.h"
+#include "kindling/tensor/memory_stats.h"
+#include "kindling/tensor/ops.h"
 #include "kindling/tensor/tensor_base.h"
 
 namespace kindling {
@@ -140,6 +142,9 @@ TEST(CudaBackendRegistrationTest, RegisteredByLinking) {
   ASSERT_TRUE(HasBackend(DeviceKind::kCuda));
   EXPECT_EQ("cuda", GetBackend(kGpu).name());
   EXPECT_FALSE(cuda::CudaMatmulAllowsTf32());
+  // Its kernels take f16/bf16 themselves; the CPU's do not.
+  EXPECT_TRUE(GetBackend(kGpu).ComputesHalfNatively());
+  EXPECT_FALSE(GetBackend(kCpu).ComputesHalfNatively());
 }
 
 const DType kAllDTypes[] = {DType::kF32, DType::kF16, DType::kBF16,
@@ -294,6 +299,172 @@ TEST_F(CudaBackendTest, BinaryOpsBroadcastAndWorkInPlace) {
       return out;
     });
     ExpectBitEqual(cpu, gpu, "bool binary");
+  }
+}
+
+const BinaryOp kNumericBinaryOps[] = {
+    BinaryOp::kAdd,      BinaryOp::kSub,          BinaryOp::kMul,
+    BinaryOp::kDiv,      BinaryOp::kPow,          BinaryOp::kMaximum,
+    BinaryOp::kMinimum,  BinaryOp::kReluBackward, BinaryOp::kEqual,
+    BinaryOp::kNotEqual, BinaryOp::kLess,         BinaryOp::kLessEqual,
+    BinaryOp::kGreater,  BinaryOp::kGreaterEqual};
+
+// Scalars that round in the 16-bit floats and the integers (0.1, 300.7),
+// saturate (300.7 in u8, 3e9 in i32 and u8), overflow f16 (70000) or are
+// exact everywhere but u8 (-2).
+const double kScalarsForCuda[] = {0.1, 300.7, 3e9, -2.0, 70000.0};
+
+TEST_F(CudaBackendTest, BinaryScalarEqualsBinaryWithARankZeroOperand) {
+  // On the GPU itself, bit for bit: the scalar converted on the host, then
+  // widened in the kernel, as a filled rank-0 operand is.
+  for (DType dtype : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16,
+                      DType::kI64, DType::kI32, DType::kU8}) {
+    for (BinaryOp op : kNumericBinaryOps) {
+      for (double scalar : kScalarsForCuda) {
+        for (bool lhs : {false, true}) {
+          const TensorBase in =
+              Input({33, 20}, dtype, 70, kGpu, -50, 50).Transpose(0, 1);
+          const TensorBase constant = TensorBase::Empty({}, dtype, kGpu);
+          GetBackend(kGpu).Fill(constant, scalar);
+          const DType out_dtype = IsComparison(op) ? DType::kBool : dtype;
+          const TensorBase expected =
+              TensorBase::Empty(in.shape(), out_dtype, kGpu);
+          const TensorBase expanded = constant.Expand(in.shape());
+          GetBackend(kGpu).Binary(op, expected, lhs ? expanded : in,
+                                  lhs ? in : expanded);
+          const TensorBase actual =
+              TensorBase::Empty(in.shape(), out_dtype, kGpu);
+          GetBackend(kGpu).BinaryScalar(op, actual, in, scalar, lhs);
+          ExpectBitEqual(expected, actual,
+                         "binary_scalar " +
+                             std::to_string(static_cast<int>(op)) + " " +
+                             Name(dtype) + " " + std::to_string(scalar) +
+                             (lhs ? " lhs" : " rhs"));
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, BinaryScalarMatchesTheCpuAndWorksInPlace) {
+  for (DType dtype :
+       {DType::kF32, DType::kF64, DType::kI64, DType::kI32, DType::kU8}) {
+    const bool integer = dtype != DType::kF32 && dtype != DType::kF64;
+    for (BinaryOp op : kNumericBinaryOps) {
+      for (bool lhs : {false, true}) {
+        for (bool in_place : {false, true}) {
+          if (in_place && IsComparison(op)) continue;
+          auto [cpu, gpu] = Both([&](const Device& device) {
+            TensorBase in = Input({40, 17}, dtype, 71, device, 0.5, 50);
+            if (in_place) {
+              GetBackend(device).BinaryScalar(op, in, in, 0.1, lhs);
+              return in;
+            }
+            const TensorBase out = TensorBase::Empty(
+                in.shape(), IsComparison(op) ? DType::kBool : dtype, device);
+            GetBackend(device).BinaryScalar(op, out, in, 0.1, lhs);
+            return out;
+          });
+          const std::string what = "binary_scalar " +
+                                   std::to_string(static_cast<int>(op)) + " " +
+                                   Name(dtype) + (lhs ? " lhs" : " rhs") +
+                                   (in_place ? " in place" : "");
+          if (integer || IsComparison(op)) {
+            ExpectBitEqual(cpu, gpu, what);
+          } else {
+            ExpectClose(cpu, gpu, ToleranceOf(dtype), what);
+          }
+        }
+      }
+    }
+  }
+  for (BinaryOp op : {BinaryOp::kLogicalAnd, BinaryOp::kLogicalOr,
+                      BinaryOp::kEqual, BinaryOp::kNotEqual}) {
+    for (double scalar : {0.0, 2.5}) {
+      auto [cpu, gpu] = Both([&](const Device& device) {
+        const TensorBase in = Input({50}, DType::kBool, 72, device);
+        const TensorBase out = TensorBase::Empty({50}, DType::kBool, device);
+        GetBackend(device).BinaryScalar(op, out, in, scalar, true);
+        return out;
+      });
+      ExpectBitEqual(cpu, gpu, "bool binary_scalar");
+    }
+  }
+}
+
+// --- The front end on cuda: scalars by value, 16-bit floats natively ---------
+
+TEST_F(CudaBackendTest, ScalarOpsAllocateOnlyTheirResult) {
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const TensorBase x = Input({256, 64}, dtype, 73, kGpu);
+    ResetMemoryStats(kGpu);
+    const TensorBase y = ops::BinaryScalar(BinaryOp::kMul, x, 0.1);
+    const TensorBase z = ops::ScalarBinary(BinaryOp::kSub, 1, x);
+    EXPECT_EQ(2, GetMemoryStats(kGpu).allocation_count) << Name(dtype);
+    EXPECT_EQ(dtype, y.dtype());
+    ExpectClose(ops::BinaryScalar(BinaryOp::kMul, x.ToDevice(kCpu), 0.1), y,
+                ToleranceOf(dtype), "x * 0.1 " + Name(dtype));
+    ExpectClose(ops::ScalarBinary(BinaryOp::kSub, 1, x.ToDevice(kCpu)), z,
+                ToleranceOf(dtype), "1 - x " + Name(dtype));
+  }
+}
+
+TEST_F(CudaBackendTest, HalfFrontEndOpsRunNativelyAndMatchTheCpu) {
+  // The CPU computes f16/bf16 by an f32 round trip; the GPU in its kernels
+  // with one rounding, without converted copies: one allocation per op.
+  struct Case {
+    std::string name;
+    std::function<TensorBase(const TensorBase&, const TensorBase&)> op;
+    double rtol_scale;
+  };
+  const std::vector<Case> cases = {
+      {"add",
+       [](const TensorBase& a, const TensorBase& b) {
+         return ops::Binary(BinaryOp::kAdd, a, b);
+       },
+       1},
+      {"mul",
+       [](const TensorBase& a, const TensorBase& b) {
+         return ops::Binary(BinaryOp::kMul, a, b);
+       },
+       1},
+      {"exp",
+       [](const TensorBase& a, const TensorBase&) {
+         return ops::Unary(UnaryOp::kExp, a);
+       },
+       1},
+      {"sum",
+       [](const TensorBase& a, const TensorBase&) {
+         return ops::Reduce(ReduceOp::kSum, a, 1);
+       },
+       4},
+      {"softmax",
+       [](const TensorBase& a, const TensorBase&) {
+         return ops::Softmax(a, 1, false);
+       },
+       2},
+      {"matmul",
+       [](const TensorBase& a, const TensorBase& b) {
+         return ops::Matmul(a, b.Transpose(0, 1));
+       },
+       4},
+  };
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    const TensorBase a_cpu = Input({48, 96}, dtype, 74, kCpu, -1, 1);
+    const TensorBase b_cpu = Input({48, 96}, dtype, 75, kCpu, -1, 1);
+    const TensorBase a_gpu = a_cpu.ToDevice(kGpu);
+    const TensorBase b_gpu = b_cpu.ToDevice(kGpu);
+    for (const Case& c : cases) {
+      const TensorBase expected = c.op(a_cpu, b_cpu);
+      ResetMemoryStats(kGpu);
+      const TensorBase actual = c.op(a_gpu, b_gpu);
+      const std::string what = c.name + " " + Name(dtype);
+      EXPECT_EQ(1, GetMemoryStats(kGpu).allocation_count) << what;
+      EXPECT_EQ(dtype, actual.dtype()) << what;
+      const Tolerance tol = ToleranceOf(dtype);
+      ExpectClose(expected, actual, {c.rtol_scale * tol.rtol, 2 * tol.atol},
+                  what);
+    }
   }
 }
 

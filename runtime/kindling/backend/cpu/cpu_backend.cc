@@ -27,6 +27,12 @@ void CpuBackend::Binary(BinaryOp op, const TensorBase& out,
   BinaryKernel(op, out, lhs, rhs);
 }
 
+void CpuBackend::BinaryScalar(BinaryOp op, const TensorBase& out,
+                              const TensorBase& tensor, double scalar,
+                              bool scalar_is_lhs) {
+  BinaryScalarKernel(op, out, tensor, scalar, scalar_is_lhs);
+}
+
 void CpuBackend::Where(const TensorBase& out, const TensorBase& condition,
                        const TensorBase& on_true, const TensorBase& on_false) {
   WhereKernel(out, condition, on_true, on_false);

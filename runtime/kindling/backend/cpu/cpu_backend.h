@@ -80,6 +80,11 @@ class CpuBackend final : public Backend {
                       const TensorBase& bias_grad, const TensorBase& grad,
                       const TensorBase& input, const TensorBase& weight,
                       const Window2dGeometry& window) override;
+
+  // The scalar converted once and captured by value (elementwise.cc).
+  void BinaryScalar(BinaryOp op, const TensorBase& out,
+                    const TensorBase& tensor, double scalar,
+                    bool scalar_is_lhs) override;
 };
 
 // RegisterCpuBackend() registers CpuBackend and CpuDeviceMemory

@@ -467,19 +467,26 @@ void RunBinary(const StridedLayout<3>& layout, F f) {
                  });
 }
 
-template <class T>
-void BinaryTyped(BinaryOp op, const StridedLayout<3>& layout) {
+// VisitBinaryFn() calls visit.template operator()<TOut>(f) with op's
+// element function f(T a, T b) -> TOut (T, or bool for comparisons), so
+// Binary and BinaryScalar share one definition of each op.
+template <class T, class Visit>
+void VisitBinaryFn(BinaryOp op, const Visit& visit) {
   switch (op) {
     case BinaryOp::kAdd:
-      return RunBinary<T, T>(layout, [](T a, T b) { return WrapAdd(a, b); });
+      return visit.template operator()<T>(
+          [](T a, T b) { return WrapAdd(a, b); });
     case BinaryOp::kSub:
-      return RunBinary<T, T>(layout, [](T a, T b) { return WrapSub(a, b); });
+      return visit.template operator()<T>(
+          [](T a, T b) { return WrapSub(a, b); });
     case BinaryOp::kMul:
-      return RunBinary<T, T>(layout, [](T a, T b) { return WrapMul(a, b); });
+      return visit.template operator()<T>(
+          [](T a, T b) { return WrapMul(a, b); });
     case BinaryOp::kDiv:
-      return RunBinary<T, T>(layout, [](T a, T b) { return SafeDiv(a, b); });
+      return visit.template operator()<T>(
+          [](T a, T b) { return SafeDiv(a, b); });
     case BinaryOp::kPow:
-      return RunBinary<T, T>(layout, [](T a, T b) {
+      return visit.template operator()<T>([](T a, T b) {
         if constexpr (std::is_floating_point_v<T>) {
           return std::pow(a, b);
         } else {
@@ -487,34 +494,34 @@ void BinaryTyped(BinaryOp op, const StridedLayout<3>& layout) {
         }
       });
     case BinaryOp::kMaximum:
-      return RunBinary<T, T>(layout, [](T a, T b) {
+      return visit.template operator()<T>([](T a, T b) {
         if constexpr (std::is_floating_point_v<T>) {
           if (std::isnan(a) || std::isnan(b)) return a + b;  // NaN propagates
         }
         return a > b ? a : b;
       });
     case BinaryOp::kMinimum:
-      return RunBinary<T, T>(layout, [](T a, T b) {
+      return visit.template operator()<T>([](T a, T b) {
         if constexpr (std::is_floating_point_v<T>) {
           if (std::isnan(a) || std::isnan(b)) return a + b;
         }
         return a < b ? a : b;
       });
     case BinaryOp::kReluBackward:
-      return RunBinary<T, T>(layout,
-                             [](T a, T b) { return b <= T(0) ? T(0) : a; });
+      return visit.template operator()<T>(
+          [](T a, T b) { return b <= T(0) ? T(0) : a; });
     case BinaryOp::kEqual:
-      return RunBinary<bool, T>(layout, [](T a, T b) { return a == b; });
+      return visit.template operator()<bool>([](T a, T b) { return a == b; });
     case BinaryOp::kNotEqual:
-      return RunBinary<bool, T>(layout, [](T a, T b) { return a != b; });
+      return visit.template operator()<bool>([](T a, T b) { return a != b; });
     case BinaryOp::kLess:
-      return RunBinary<bool, T>(layout, [](T a, T b) { return a < b; });
+      return visit.template operator()<bool>([](T a, T b) { return a < b; });
     case BinaryOp::kLessEqual:
-      return RunBinary<bool, T>(layout, [](T a, T b) { return a <= b; });
+      return visit.template operator()<bool>([](T a, T b) { return a <= b; });
     case BinaryOp::kGreater:
-      return RunBinary<bool, T>(layout, [](T a, T b) { return a > b; });
+      return visit.template operator()<bool>([](T a, T b) { return a > b; });
     case BinaryOp::kGreaterEqual:
-      return RunBinary<bool, T>(layout, [](T a, T b) { return a >= b; });
+      return visit.template operator()<bool>([](T a, T b) { return a >= b; });
     case BinaryOp::kLogicalAnd:
     case BinaryOp::kLogicalOr:
       break;
@@ -523,32 +530,78 @@ void BinaryTyped(BinaryOp op, const StridedLayout<3>& layout) {
                  static_cast<int>(op));
 }
 
+// VisitBoolBinaryFn() is VisitBinaryFn() for bool operands: the logical ops
+// and (in)equality.
+template <class Visit>
+void VisitBoolBinaryFn(BinaryOp op, const Visit& visit) {
+  switch (op) {
+    case BinaryOp::kLogicalAnd:
+      return visit.template operator()<bool>(
+          [](bool a, bool b) { return a && b; });
+    case BinaryOp::kLogicalOr:
+      return visit.template operator()<bool>(
+          [](bool a, bool b) { return a || b; });
+    case BinaryOp::kEqual:
+      return visit.template operator()<bool>(
+          [](bool a, bool b) { return a == b; });
+    case BinaryOp::kNotEqual:
+      return visit.template operator()<bool>(
+          [](bool a, bool b) { return a != b; });
+    default:
+      break;
+  }
+  KINDLING_CHECK(false, "cpu binary op %d: not defined for bool",
+                 static_cast<int>(op));
+}
+
+// RunBinaryScalar() writes out = f(tensor, scalar) (or f(scalar, tensor))
+// over a 2-operand layout: a unary map with the scalar captured by value,
+// so it gets RunUnary's contiguous, streaming and strided loops.
+template <class TOut, class T, class F>
+void RunBinaryScalar(const StridedLayout<2>& layout, T scalar,
+                     bool scalar_is_lhs, F f) {
+  if (scalar_is_lhs) {
+    RunUnary<TOut, T>(layout, kElementGrain,
+                      [f, scalar](T x) { return f(scalar, x); });
+  } else {
+    RunUnary<TOut, T>(layout, kElementGrain,
+                      [f, scalar](T x) { return f(x, scalar); });
+  }
+}
+
 }  // namespace
 
 void BinaryKernel(BinaryOp op, const TensorBase& out, const TensorBase& lhs,
                   const TensorBase& rhs) {
   const auto layout = MakeLayout<3>({&out, &lhs, &rhs});
   if (lhs.dtype() == DType::kBool) {
-    switch (op) {
-      case BinaryOp::kLogicalAnd:
-        return RunBinary<bool, bool>(layout,
-                                     [](bool a, bool b) { return a && b; });
-      case BinaryOp::kLogicalOr:
-        return RunBinary<bool, bool>(layout,
-                                     [](bool a, bool b) { return a || b; });
-      case BinaryOp::kEqual:
-        return RunBinary<bool, bool>(layout,
-                                     [](bool a, bool b) { return a == b; });
-      case BinaryOp::kNotEqual:
-        return RunBinary<bool, bool>(layout,
-                                     [](bool a, bool b) { return a != b; });
-      default:
-        KINDLING_CHECK(false, "cpu binary op %d: not defined for bool",
-                       static_cast<int>(op));
-    }
+    return VisitBoolBinaryFn(
+        op, [&]<class TOut>(auto f) { RunBinary<TOut, bool>(layout, f); });
   }
-  DispatchArithmetic(lhs.dtype(), "binary",
-                     [&]<class T>() { BinaryTyped<T>(op, layout); });
+  DispatchArithmetic(lhs.dtype(), "binary", [&]<class T>() {
+    VisitBinaryFn<T>(
+        op, [&]<class TOut>(auto f) { RunBinary<TOut, T>(layout, f); });
+  });
+}
+
+void BinaryScalarKernel(BinaryOp op, const TensorBase& out,
+                        const TensorBase& tensor, double scalar,
+                        bool scalar_is_lhs) {
+  const auto layout = MakeLayout<2>({&out, &tensor});
+  if (tensor.dtype() == DType::kBool) {
+    const bool value = Convert<bool>(scalar);
+    return VisitBoolBinaryFn(op, [&]<class TOut>(auto f) {
+      RunBinaryScalar<TOut, bool>(layout, value, scalar_is_lhs, f);
+    });
+  }
+  DispatchArithmetic(tensor.dtype(), "binary_scalar", [&]<class T>() {
+    // Fill's conversion (element.h), so the result is Binary's with a
+    // filled rank-0 operand.
+    const T value = Convert<T>(scalar);
+    VisitBinaryFn<T>(op, [&]<class TOut>(auto f) {
+      RunBinaryScalar<TOut, T>(layout, value, scalar_is_lhs, f);
+    });
+  });
 }
 
 void WhereKernel(const TensorBase& out, const TensorBase& condition,

@@ -16,6 +16,9 @@ void UnaryKernel(UnaryOp op, const TensorBase& out, const TensorBase& in,
                  double arg0, double arg1);
 void BinaryKernel(BinaryOp op, const TensorBase& out, const TensorBase& lhs,
                   const TensorBase& rhs);
+void BinaryScalarKernel(BinaryOp op, const TensorBase& out,
+                        const TensorBase& tensor, double scalar,
+                        bool scalar_is_lhs);
 void WhereKernel(const TensorBase& out, const TensorBase& condition,
                  const TensorBase& on_true, const TensorBase& on_false);
 

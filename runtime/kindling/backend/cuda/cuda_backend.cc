@@ -58,6 +58,13 @@ void CudaBackend::Binary(BinaryOp op, const TensorBase& out,
   BinaryKernel(on.stream(), op, out, lhs, rhs);
 }
 
+void CudaBackend::BinaryScalar(BinaryOp op, const TensorBase& out,
+                               const TensorBase& tensor, double scalar,
+                               bool scalar_is_lhs) {
+  const OnDevice on(out);
+  BinaryScalarKernel(on.stream(), op, out, tensor, scalar, scalar_is_lhs);
+}
+
 void CudaBackend::Where(const TensorBase& out, const TensorBase& condition,
                         const TensorBase& on_true, const TensorBase& on_false) {
   const OnDevice on(out);

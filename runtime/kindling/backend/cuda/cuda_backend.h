@@ -20,6 +20,9 @@ namespace kindling::cuda {
 class CudaBackend final : public Backend {
  public:
   std::string_view name() const override { return "cuda"; }
+  // The element-wise, reduction, softmax and cuBLAS kernels load f16/bf16
+  // themselves and compute in f32.
+  bool ComputesHalfNatively() const override { return true; }
   void Copy(const TensorBase& out, const TensorBase& in) override;
   void Fill(const TensorBase& out, double value) override;
   void Unary(UnaryOp op, const TensorBase& out, const TensorBase& in,
@@ -77,6 +80,10 @@ class CudaBackend final : public Backend {
                       const TensorBase& bias_grad, const TensorBase& grad,
                       const TensorBase& input, const TensorBase& weight,
                       const Window2dGeometry& window) override;
+  // One launch with the scalar in the kernel's arguments (elementwise.cu).
+  void BinaryScalar(BinaryOp op, const TensorBase& out,
+                    const TensorBase& tensor, double scalar,
+                    bool scalar_is_lhs) override;
 };
 
 // RegisterCudaBackend() registers CudaBackend for DeviceKind::kCuda

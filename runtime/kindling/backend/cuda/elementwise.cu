@@ -462,46 +462,111 @@ void RunBinary(cudaStream_t stream, const StridedIndexer<3>& indexer,
                                 rhs.data_as<const T>(), f});
 }
 
-template <class T>
-void BinaryTyped(cudaStream_t stream, BinaryOp op,
-                 const StridedIndexer<3>& indexer, const TensorBase& out,
-                 const TensorBase& lhs, const TensorBase& rhs) {
+// VisitBinaryFn() calls visit.template operator()<kBoolResult>(f) with
+// op's functor f on the compute type (kBoolResult for the comparisons,
+// which write bool), so Binary and BinaryScalar share one definition of
+// each op. `dtype` is for the message.
+template <class Visit>
+void VisitBinaryFn(BinaryOp op, DType dtype, const Visit& visit) {
   switch (op) {
     case BinaryOp::kAdd:
-      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, AddFn{});
+      return visit.template operator()<false>(AddFn{});
     case BinaryOp::kSub:
-      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, SubFn{});
+      return visit.template operator()<false>(SubFn{});
     case BinaryOp::kMul:
-      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, MulFn{});
+      return visit.template operator()<false>(MulFn{});
     case BinaryOp::kDiv:
-      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, DivFn{});
+      return visit.template operator()<false>(DivFn{});
     case BinaryOp::kPow:
-      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, PowFn{});
+      return visit.template operator()<false>(PowFn{});
     case BinaryOp::kMaximum:
-      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, MaximumFn{});
+      return visit.template operator()<false>(MaximumFn{});
     case BinaryOp::kMinimum:
-      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, MinimumFn{});
+      return visit.template operator()<false>(MinimumFn{});
     case BinaryOp::kReluBackward:
-      return RunBinary<T, T>(stream, indexer, out, lhs, rhs, ReluBackwardFn{});
+      return visit.template operator()<false>(ReluBackwardFn{});
     case BinaryOp::kEqual:
-      return RunBinary<bool, T>(stream, indexer, out, lhs, rhs, EqualFn{});
+      return visit.template operator()<true>(EqualFn{});
     case BinaryOp::kNotEqual:
-      return RunBinary<bool, T>(stream, indexer, out, lhs, rhs, NotEqualFn{});
+      return visit.template operator()<true>(NotEqualFn{});
     case BinaryOp::kLess:
-      return RunBinary<bool, T>(stream, indexer, out, lhs, rhs, LessFn{});
+      return visit.template operator()<true>(LessFn{});
     case BinaryOp::kLessEqual:
-      return RunBinary<bool, T>(stream, indexer, out, lhs, rhs, LessEqualFn{});
+      return visit.template operator()<true>(LessEqualFn{});
     case BinaryOp::kGreater:
-      return RunBinary<bool, T>(stream, indexer, out, lhs, rhs, GreaterFn{});
+      return visit.template operator()<true>(GreaterFn{});
     case BinaryOp::kGreaterEqual:
-      return RunBinary<bool, T>(stream, indexer, out, lhs, rhs,
-                                GreaterEqualFn{});
+      return visit.template operator()<true>(GreaterEqualFn{});
     case BinaryOp::kLogicalAnd:
     case BinaryOp::kLogicalOr:
       break;
   }
   KINDLING_CHECK(false, "cuda binary op %d: not defined for dtype %s",
-                 static_cast<int>(op), std::string(DTypeName(lhs.dtype())));
+                 static_cast<int>(op), std::string(DTypeName(dtype)));
+}
+
+// VisitBoolBinaryFn() is VisitBinaryFn() for bool operands: the logical ops
+// and (in)equality, all writing bool.
+template <class Visit>
+void VisitBoolBinaryFn(BinaryOp op, const Visit& visit) {
+  switch (op) {
+    case BinaryOp::kLogicalAnd:
+      return visit(LogicalAndFn{});
+    case BinaryOp::kLogicalOr:
+      return visit(LogicalOrFn{});
+    case BinaryOp::kEqual:
+      return visit(EqualFn{});
+    case BinaryOp::kNotEqual:
+      return visit(NotEqualFn{});
+    default:
+      break;
+  }
+  KINDLING_CHECK(false, "cuda binary op %d: not defined for bool",
+                 static_cast<int>(op));
+}
+
+// out[i] = f(in[i], scalar), or f(scalar, in[i]) when kScalarIsLhs, in the
+// compute type. The scalar is stored as T in the kernel's arguments (no
+// device memory) and widened like any loaded element, so the result equals
+// BinaryApplyOp's with a rank-0 operand holding it. Each thread reads its own
+// element before writing it, so out may alias in exactly.
+template <class TOut, class T, class F, bool kScalarIsLhs>
+struct BinaryScalarApplyOp {
+  TOut* out;
+  const T* in;
+  T scalar;
+  F f;
+  __device__ void operator()(const int64_t* offset) const {
+    const auto x = Load(in[offset[1]]);
+    const auto s = Load(scalar);
+    const auto value = [&] {
+      if constexpr (kScalarIsLhs) {
+        return f(s, x);
+      } else {
+        return f(x, s);
+      }
+    }();
+    if constexpr (std::is_same_v<TOut, bool>) {
+      out[offset[0]] = value;
+    } else {
+      out[offset[0]] = Store<TOut>(value);
+    }
+  }
+};
+
+template <class TOut, class T, class F>
+void RunBinaryScalar(cudaStream_t stream, const StridedIndexer<2>& indexer,
+                     const TensorBase& out, const TensorBase& in, T scalar,
+                     bool scalar_is_lhs, F f) {
+  if (scalar_is_lhs) {
+    LaunchStrided(stream, indexer,
+                  BinaryScalarApplyOp<TOut, T, F, true>{
+                      out.data_as<TOut>(), in.data_as<const T>(), scalar, f});
+  } else {
+    LaunchStrided(stream, indexer,
+                  BinaryScalarApplyOp<TOut, T, F, false>{
+                      out.data_as<TOut>(), in.data_as<const T>(), scalar, f});
+  }
 }
 
 }  // namespace
@@ -510,25 +575,37 @@ void BinaryKernel(cudaStream_t stream, BinaryOp op, const TensorBase& out,
                   const TensorBase& lhs, const TensorBase& rhs) {
   const StridedIndexer<3> indexer = IndexerOf<3>({&out, &lhs, &rhs});
   if (lhs.dtype() == DType::kBool) {
-    switch (op) {
-      case BinaryOp::kLogicalAnd:
-        return RunBinary<bool, bool>(stream, indexer, out, lhs, rhs,
-                                     LogicalAndFn{});
-      case BinaryOp::kLogicalOr:
-        return RunBinary<bool, bool>(stream, indexer, out, lhs, rhs,
-                                     LogicalOrFn{});
-      case BinaryOp::kEqual:
-        return RunBinary<bool, bool>(stream, indexer, out, lhs, rhs, EqualFn{});
-      case BinaryOp::kNotEqual:
-        return RunBinary<bool, bool>(stream, indexer, out, lhs, rhs,
-                                     NotEqualFn{});
-      default:
-        KINDLING_CHECK(false, "cuda binary op %d: not defined for bool",
-                       static_cast<int>(op));
-    }
+    return VisitBoolBinaryFn(op, [&](auto f) {
+      RunBinary<bool, bool>(stream, indexer, out, lhs, rhs, f);
+    });
   }
   DispatchNumeric(lhs.dtype(), "binary", [&]<class T>() {
-    BinaryTyped<T>(stream, op, indexer, out, lhs, rhs);
+    VisitBinaryFn(op, lhs.dtype(), [&]<bool kBoolResult>(auto f) {
+      using TOut = std::conditional_t<kBoolResult, bool, T>;
+      RunBinary<TOut, T>(stream, indexer, out, lhs, rhs, f);
+    });
+  });
+}
+
+void BinaryScalarKernel(cudaStream_t stream, BinaryOp op, const TensorBase& out,
+                        const TensorBase& tensor, double scalar,
+                        bool scalar_is_lhs) {
+  const StridedIndexer<2> indexer = IndexerOf<2>({&out, &tensor});
+  if (tensor.dtype() == DType::kBool) {
+    const bool value = Convert<bool>(scalar);
+    return VisitBoolBinaryFn(op, [&](auto f) {
+      RunBinaryScalar<bool, bool>(stream, indexer, out, tensor, value,
+                                  scalar_is_lhs, f);
+    });
+  }
+  DispatchNumeric(tensor.dtype(), "binary_scalar", [&]<class T>() {
+    // Converted on the host exactly as FillKernel converts its value.
+    const T value = Convert<T>(scalar);
+    VisitBinaryFn(op, tensor.dtype(), [&]<bool kBoolResult>(auto f) {
+      using TOut = std::conditional_t<kBoolResult, bool, T>;
+      RunBinaryScalar<TOut, T>(stream, indexer, out, tensor, value,
+                               scalar_is_lhs, f);
+    });
   });
 }
 

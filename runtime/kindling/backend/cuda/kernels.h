@@ -46,6 +46,9 @@ void UnaryKernel(cudaStream_t stream, UnaryOp op, const TensorBase& out,
                  const TensorBase& in, double arg0, double arg1);
 void BinaryKernel(cudaStream_t stream, BinaryOp op, const TensorBase& out,
                   const TensorBase& lhs, const TensorBase& rhs);
+void BinaryScalarKernel(cudaStream_t stream, BinaryOp op, const TensorBase& out,
+                        const TensorBase& tensor, double scalar,
+                        bool scalar_is_lhs);
 void WhereKernel(cudaStream_t stream, const TensorBase& out,
                  const TensorBase& condition, const TensorBase& on_true,
                  const TensorBase& on_false);
