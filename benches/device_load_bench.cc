@@ -18,7 +18,11 @@
 //                        most, not the model; 0 for an f32 file, whose
 //                        chunks go from the mapped pages to the device);
 //   host_peak_per_tensor that over the largest tensor (16 MiB);
-//   ratio_vs_memcpy      memcpy time of the file's bytes over the load time.
+//   ratio_vs_memcpy      memcpy time of the file's bytes over the load time;
+//   ratio_vs_pcie        (--config=cuda only) the time of one host-to-device
+//                        cudaMemcpy of the file's bytes from pinned memory,
+//                        the PCIe bound, over the load time; pcie_gb_s is
+//                        that copy's bandwidth.
 // Without --config=cuda the device is the fake cuda device of the tests
 // (tests/support/fake_cuda.h: host memory, so a "copy to the device" is a
 // memcpy); with it, the real GPU, where the time includes PCIe transfers.
@@ -30,6 +34,12 @@
 #include <string>
 #include <vector>
 
+#if KINDLING_BENCH_CUDA
+#include <cuda_runtime.h>
+
+#include "kindling/backend/cuda/cuda_check.h"
+#include "kindling/backend/cuda/cuda_context.h"
+#endif
 #include "absl/status/status.h"
 #include "benches/bench_models.kindling.h"
 #include "benchmark/benchmark.h"
@@ -37,6 +47,7 @@
 #include "kindling/nn/linear.h"
 #include "kindling/record/checkpoint.h"
 #include "kindling/record/options.h"
+#include "kindling/tensor/device_memory.h"
 #include "kindling/tensor/memory_stats.h"
 #include "kindling/tensor/tensor.h"
 
@@ -107,7 +118,38 @@ double MemcpySeconds(int64_t bytes) {
   return best;
 }
 
+#if KINDLING_BENCH_CUDA
+// Seconds one pinned host-to-device copy of `bytes` to cuda:0 takes (the
+// best of three): what PCIe allows the load.
+double PcieSeconds(int64_t bytes) {
+  void* host = nullptr;
+  void* device = nullptr;
+  KINDLING_CUDA_CHECK(cudaSetDevice(0));
+  KINDLING_CUDA_CHECK(cudaHostAlloc(&host, bytes, cudaHostAllocDefault));
+  KINDLING_CUDA_CHECK(cudaMalloc(&device, bytes));
+  std::memset(host, 1, bytes);
+  double best = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    KINDLING_CUDA_CHECK(
+        cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice));
+    best = std::min(best, std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                              .count());
+  }
+  KINDLING_CUDA_CHECK(cudaFree(device));
+  KINDLING_CUDA_CHECK(cudaFreeHost(host));
+  return best;
+}
+#endif
+
 void BM_LoadIntoDevice(benchmark::State& state) {
+#if KINDLING_BENCH_CUDA
+  if (kindling::cuda::CudaDeviceCount() == 0) {
+    state.SkipWithError("no CUDA device visible: the load was not run");
+    return;
+  }
+#endif
   const auto precision = static_cast<kindling::Precision>(state.range(0));
   const std::string& path = CheckpointPath(precision);
   const int64_t file_bytes = FileBytes(path);
@@ -120,11 +162,15 @@ void BM_LoadIntoDevice(benchmark::State& state) {
     const auto start = std::chrono::steady_clock::now();
     const absl::StatusOr<kindling::LoadReport> report =
         kindling::LoadModule(model, path);
+    // Copies still queued on the device belong to the load.
+    const absl::Status synced =
+        kindling::GetDeviceMemory(Device::Cuda(0)).Synchronize(Device::Cuda(0));
     seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
-    if (!report.ok()) {
-      state.SkipWithError(report.status().ToString().c_str());
+    if (!report.ok() || !synced.ok()) {
+      state.SkipWithError(
+          (report.ok() ? synced : report.status()).ToString().c_str());
       return;
     }
     host_peak = std::max(
@@ -139,6 +185,11 @@ void BM_LoadIntoDevice(benchmark::State& state) {
       static_cast<double>(host_peak) / kLargestTensorBytes;
   state.counters["load_ms"] = load_seconds * 1e3;
   state.counters["ratio_vs_memcpy"] = MemcpySeconds(file_bytes) / load_seconds;
+#if KINDLING_BENCH_CUDA
+  const double pcie_seconds = PcieSeconds(file_bytes);
+  state.counters["pcie_gb_s"] = file_bytes / pcie_seconds * 1e-9;
+  state.counters["ratio_vs_pcie"] = pcie_seconds / load_seconds;
+#endif
 }
 BENCHMARK(BM_LoadIntoDevice)
     ->Arg(static_cast<int>(kindling::Precision::kF32))
