@@ -50,21 +50,29 @@ void ComposedConv2dBackward(Backend& backend, const TensorBase& input_grad,
       grad.Permute(kSwapBatchAndChannels)
           .Contiguous()
           .Reshape(Shape{out_channels, grad.numel() / out_channels});
-  if (input_grad.defined()) {
-    const TensorBase column_grad =
+  // Each gradient is written by its last kernel straight into the caller's
+  // tensor (all contiguous), with no copy.
+  if (input_grad.defined() && input_grad.numel() > 0) {
+    const Shape& shape = input_grad.shape();  // [N, C, H, W]
+    const int64_t area = window.kernel[0] * window.kernel[1];
+    const TensorBase column_grad =  // [C * K, N * OH * OW]
         ops::Matmul(KernelMatrix(weight).Transpose(0, 1), grad_matrix);
-    backend.Copy(input_grad,
-                 ops::Col2Im(column_grad, window, input_grad.shape()));
+    const int kColumnsAsCol2ImView[] = {2, 0, 1, 3, 4};
+    backend.Col2Im(input_grad,
+                   column_grad
+                       .Reshape(Shape{shape[1], area, shape[0], grad.shape()[2],
+                                      grad.shape()[3]})
+                       .Permute(kColumnsAsCol2ImView),
+                   window);
   }
   if (weight_grad.defined()) {
     const TensorBase columns = ops::Im2Col(input, window, 0.0);
-    backend.Copy(weight_grad, ops::Matmul(grad_matrix, columns.Transpose(0, 1))
-                                  .Reshape(weight_grad.shape()));
+    backend.Matmul(KernelMatrix(weight_grad), grad_matrix,
+                   columns.Transpose(0, 1));
   }
   if (bias_grad.defined()) {
-    backend.Copy(
-        bias_grad,
-        ops::Reduce(ReduceOp::kSum, grad_matrix, 1).Reshape(bias_grad.shape()));
+    backend.Reduce(ReduceOp::kSum, bias_grad.Reshape(Shape{out_channels, 1}),
+                   grad_matrix, 1);
   }
 }
 
