@@ -336,15 +336,13 @@ __global__ void MaxPoolBackwardGridKernel(MaxPoolBackwardArgs<T> a) {
     const int64_t x = cell % w.width;
     T sum = T(0);
     for (int64_t ki = w.kernel_h - 1; ki >= 0; --ki) {
-      const int64_t top = h + w.pad_h - ki * w.dilation_h;
-      if (top < 0 || top % w.stride_h != 0) continue;
-      const int64_t oh = top / w.stride_h;
-      if (oh >= w.out_h) continue;
+      const int64_t oh =
+          CoveringPosition(h, ki, w.pad_h, w.stride_h, w.dilation_h, w.out_h);
+      if (oh < 0) continue;
       for (int64_t kj = w.kernel_w - 1; kj >= 0; --kj) {
-        const int64_t left = x + w.pad_w - kj * w.dilation_w;
-        if (left < 0 || left % w.stride_w != 0) continue;
-        const int64_t ow = left / w.stride_w;
-        if (ow >= w.out_w) continue;
+        const int64_t ow =
+            CoveringPosition(x, kj, w.pad_w, w.stride_w, w.dilation_w, w.out_w);
+        if (ow < 0) continue;
         if (a.argmax[nc * out_plane + oh * w.out_w + ow] != cell) continue;
         sum += a.grad[n * gs[0] + c * gs[1] + oh * gs[2] + ow * gs[3]];
       }
