@@ -73,6 +73,18 @@ class CudaBackend final : public Backend {
                       const TensorBase& bias_grad, const TensorBase& grad,
                       const TensorBase& input, const TensorBase& weight,
                       const Window2dGeometry& window) override;
+  // A warp or a block per row, the row in registers or shared memory
+  // (layer_norm.cu).
+  void LayerNorm(const TensorBase& out, const TensorBase& mean,
+                 const TensorBase& rstd, const TensorBase& input,
+                 const TensorBase& gamma, const TensorBase& beta,
+                 double epsilon) override;
+  void LayerNormBackward(const TensorBase& input_grad,
+                         const TensorBase& gamma_grad,
+                         const TensorBase& beta_grad, const TensorBase& grad,
+                         const TensorBase& input, const TensorBase& mean,
+                         const TensorBase& rstd,
+                         const TensorBase& gamma) override;
 };
 
 // RegisterCudaBackend() registers CudaBackend for DeviceKind::kCuda
