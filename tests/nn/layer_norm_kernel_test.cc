@@ -206,6 +206,9 @@ INSTANTIATE_TEST_SUITE_P(
         // threads and the column sums over many chunks.
         LayerNormCase{{6, 4096}, DType::kF32},
         LayerNormCase{{300, 1024}, DType::kF32},
+        // Above 4 MiB the float outputs stream (non-temporal stores), here
+        // from rows that do not start on a 32-byte boundary.
+        LayerNormCase{{1100, 1001}, DType::kF32},
         LayerNormCase{{130, 520}, DType::kF64}));
 
 // --- No rows, no features, no parameters -----------------------------------
