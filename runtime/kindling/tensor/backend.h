@@ -320,9 +320,10 @@ class Backend {
   // Shapes: `input` is R rows of D features, [R, D] (the last axis of the
   // user's tensor; the front end reshapes), contiguous like every tensor of
   // these two kernels. T is input's dtype: f32 or f64, and on backends that
-  // implement them (CUDA) f16 and bf16; the CPU front end computes those in
-  // f32. `gamma` and `beta` [D] are T. The statistics `mean` and `rstd` [R]
-  // are in T's compute dtype: f32 for f16, bf16 and f32, f64 for f64.
+  // implement them (CUDA) f16 and bf16 too; the front end (ops::LayerNorm)
+  // always hands f16/bf16 over converted to f32, as every op does.
+  // `gamma` and `beta` [D] are T. The statistics `mean` and `rstd` [R] are
+  // in T's compute dtype: f32 for f16, bf16 and f32, f64 for f64.
   // Statistics accumulate in at least f32, around the row's mean (two
   // passes, never E[x^2] - E[x]^2). Results must not depend on how the work
   // is split over threads.
