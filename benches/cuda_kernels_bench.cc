@@ -10,11 +10,16 @@
 //                         (1 read + 1 write) of the same bytes. Goal >= 0.8.
 //   BM_CudaSoftmaxF32     softmax along the last axis of [8192, 4096]
 //                         `ratio_vs_memcpy` (1 read + 1 write). Goal >= 0.6.
-//   BM_CudaLayerNormF32   layer norm of [8192, 4096] over the last axis,
-//                         composed of backend calls (mean, subtract, square,
-//                         mean, add eps, sqrt, divide: the backend has no
-//                         fused layer norm), `ratio_vs_memcpy` counting one
-//                         read + one write. Goal >= 0.6.
+//   BM_CudaLayerNormF32   layer norm of [8192, 4096] over the last axis
+//                         with gamma and beta, the fused Backend::LayerNorm
+//                         (a block per row, the row cached in shared memory:
+//                         x read once), `ratio_vs_memcpy` counting one read +
+//                         one write. Goal >= 0.8.
+//   BM_CudaLayerNormBackwardF32  Backend::LayerNormBackward on the same
+//                         shape, all three gradients, `ratio_vs_memcpy`
+//                         counting the least traffic (x and dy read, dx
+//                         written: 3 buffers, the gamma/beta pass's second
+//                         read of x and dy not counted). Goal >= 0.6.
 //
 //   tools/bazel run --config=cuda //benches:cuda_kernels_bench --
 //       --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -148,28 +153,45 @@ BENCHMARK(BM_CudaSoftmaxF32)->UseManualTime();
 void BM_CudaLayerNormF32(benchmark::State& state) {
   const int64_t rows = 8192, cols = 4096;
   const TensorBase x = Random({rows, cols}, DType::kF32);
+  const TensorBase gamma = Random({cols}, DType::kF32);
+  const TensorBase beta = Random({cols}, DType::kF32);
   const TensorBase y = TensorBase::Empty(x.shape(), DType::kF32, kGpu);
-  const TensorBase mean = TensorBase::Empty({rows, 1}, DType::kF32, kGpu);
-  const TensorBase var = TensorBase::Empty({rows, 1}, DType::kF32, kGpu);
-  const TensorBase eps = TensorBase::Empty({rows, 1}, DType::kF32, kGpu);
-  GetBackend(kGpu).Fill(eps, 1e-5);
+  const TensorBase mean = TensorBase::Empty({rows}, DType::kF32, kGpu);
+  const TensorBase rstd = TensorBase::Empty({rows}, DType::kF32, kGpu);
   const size_t bytes = x.numel() * sizeof(float);
   Backend& gpu = GetBackend(kGpu);
   RunAgainstPeer(
       state, "ratio_vs_memcpy", 1.0,
-      [&] {
-        gpu.Reduce(ReduceOp::kMean, mean, x, 1);
-        gpu.Binary(BinaryOp::kSub, y, x, mean.Expand(x.shape()));
-        gpu.Binary(BinaryOp::kMul, y, y, y);  // in place
-        gpu.Reduce(ReduceOp::kMean, var, y, 1);
-        gpu.Binary(BinaryOp::kAdd, var, var, eps);
-        gpu.Unary(UnaryOp::kSqrt, var, var, 0, 0);
-        gpu.Binary(BinaryOp::kSub, y, x, mean.Expand(x.shape()));
-        gpu.Binary(BinaryOp::kDiv, y, y, var.Expand(x.shape()));
-      },
+      [&] { gpu.LayerNorm(y, mean, rstd, x, gamma, beta, 1e-5); },
       MemcpyPeer(y.data(), x.data(), bytes));
+  state.SetBytesProcessed(state.iterations() * 2 * bytes);
 }
 BENCHMARK(BM_CudaLayerNormF32)->UseManualTime();
+
+void BM_CudaLayerNormBackwardF32(benchmark::State& state) {
+  const int64_t rows = 8192, cols = 4096;
+  const TensorBase x = Random({rows, cols}, DType::kF32);
+  const TensorBase dy = Random({rows, cols}, DType::kF32);
+  const TensorBase gamma = Random({cols}, DType::kF32);
+  const TensorBase y = TensorBase::Empty(x.shape(), DType::kF32, kGpu);
+  const TensorBase mean = TensorBase::Empty({rows}, DType::kF32, kGpu);
+  const TensorBase rstd = TensorBase::Empty({rows}, DType::kF32, kGpu);
+  Backend& gpu = GetBackend(kGpu);
+  gpu.LayerNorm(y, mean, rstd, x, gamma, TensorBase(), 1e-5);
+  const TensorBase dx = TensorBase::Empty(x.shape(), DType::kF32, kGpu);
+  const TensorBase dgamma = TensorBase::Empty({cols}, DType::kF32, kGpu);
+  const TensorBase dbeta = TensorBase::Empty({cols}, DType::kF32, kGpu);
+  const size_t bytes = x.numel() * sizeof(float);
+  // 3 buffers moved against memcpy's 2.
+  RunAgainstPeer(
+      state, "ratio_vs_memcpy", 1.5,
+      [&] {
+        gpu.LayerNormBackward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma);
+      },
+      MemcpyPeer(dx.data(), x.data(), bytes));
+  state.SetBytesProcessed(state.iterations() * 3 * bytes);
+}
+BENCHMARK(BM_CudaLayerNormBackwardF32)->UseManualTime();
 
 }  // namespace
 }  // namespace kindling

@@ -24,6 +24,13 @@
 //                    (/usr/bin/python3, as many threads as Kindling's
 //                    OpenMP), one timed call after each Kindling iteration.
 //                    `vs_torch_cpu` is the same ratio of process CPU time.
+//   BM_LayerNorm/layer_norm_last, BM_LayerNorm/layer_norm_backward
+//                    `vs_torch` as above for nn::LayerNormOp over the last
+//                    axis of the [4096, 1024] matrix (gamma ones, beta
+//                    zeros, eps 1e-5) against torch.nn.functional.layer_norm:
+//                    the forward alone, and forward + backward of all three
+//                    operands for a N(0, 1) output gradient (Kindling's
+//                    Backward(), torch.autograd.grad).
 // Each ratio's peer runs interleaved with the op inside the same benchmark
 // (one peer call after every iteration, timer paused), so both see the same
 // machine load; BM_Memcpy and BM_CblasSgemm also run alone for reference.
@@ -54,7 +61,9 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "kindling/autodiff/backward.h"
 #include "kindling/backend/cpu/parallel.h"
+#include "kindling/nn/normalize.h"
 #include "kindling/tensor/tensor.h"
 
 namespace kindling {
@@ -321,15 +330,32 @@ struct TorchCaseInputs {
   Tensor<1> flat;      // [16M] N(0, 1)
   Tensor<2> matrix;    // [4096, 1024] N(0, 1)
   Tensor<2> positive;  // [4096, 1024] U[0.01, 10), for log and sqrt
+  // Layer norm over the matrix's last axis: gamma ones, beta zeros; the
+  // *_leaf tensors require grad (forward + backward), `upstream` is the
+  // output gradient [4096, 1024] N(0, 1).
+  Tensor<1> gamma;
+  Tensor<1> beta;
+  Tensor<2> matrix_leaf;
+  Tensor<1> gamma_leaf;
+  Tensor<1> beta_leaf;
+  Tensor<2> upstream;
 };
 
 const TorchCaseInputs& Inputs() {
   static const TorchCaseInputs* inputs = [] {
     Generator generator(1);
-    return new TorchCaseInputs{
-        Tensor<1>::RandomNormal({kElements}, generator),
-        Tensor<2>::RandomNormal({4096, 1024}, generator),
-        Tensor<2>::RandomUniform({4096, 1024}, generator, 0.01, 10.0)};
+    auto* made = new TorchCaseInputs;
+    made->flat = Tensor<1>::RandomNormal({kElements}, generator);
+    made->matrix = Tensor<2>::RandomNormal({4096, 1024}, generator);
+    made->positive =
+        Tensor<2>::RandomUniform({4096, 1024}, generator, 0.01, 10.0);
+    made->gamma = Tensor<1>::Ones({1024});
+    made->beta = Tensor<1>::Zeros({1024});
+    made->matrix_leaf = made->matrix.set_require_grad(true);
+    made->gamma_leaf = made->gamma.set_require_grad(true);
+    made->beta_leaf = made->beta.set_require_grad(true);
+    made->upstream = Tensor<2>::RandomNormal({4096, 1024}, generator);
+    return made;
   }();
   return *inputs;
 }
@@ -429,6 +455,35 @@ KINDLING_VS_TORCH(BM_Unary, tanh, in.matrix.tanh());
 KINDLING_VS_TORCH(BM_Unary, sigmoid, in.matrix.sigmoid());
 KINDLING_VS_TORCH(BM_Unary, gelu, in.matrix.gelu());
 KINDLING_VS_TORCH(BM_Unary, sqrt, in.positive.sqrt());
+
+void BM_LayerNorm(benchmark::State& state, const std::string& torch_op,
+                  void (*op)(const TorchCaseInputs&)) {
+  CompareWithTorch(state, torch_op, op);
+}
+
+void LayerNormForward(In in) {
+  const TensorBase y =
+      nn::LayerNormOp(in.matrix.base(), in.gamma.base(), in.beta.base(), 1e-5);
+  benchmark::DoNotOptimize(y.data());
+}
+
+void LayerNormForwardBackward(In in) {
+  const TensorBase y = nn::LayerNormOp(
+      in.matrix_leaf.base(), in.gamma_leaf.base(), in.beta_leaf.base(), 1e-5);
+  BackwardOptions options;
+  options.grad_output = in.upstream.base();
+  const Gradients grads = Backward(y, options);
+  benchmark::DoNotOptimize(grads.Find(in.matrix_leaf.leaf_id())->data());
+}
+
+BENCHMARK_CAPTURE(BM_LayerNorm, layer_norm_last, "layer_norm_last",
+                  LayerNormForward)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_LayerNorm, layer_norm_backward, "layer_norm_backward",
+                  LayerNormForwardBackward)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // PeerBlasThreads: the peer calls OpenBLAS with its own thread pool at the
 // thread count Kindling uses. Kindling's matmul() sets OpenBLAS to one thread

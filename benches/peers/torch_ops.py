@@ -64,6 +64,21 @@ def _ops():
     ops["gelu"] = lambda: torch.nn.functional.gelu(matrix)
     ops["log"] = lambda: torch.log(positive)
     ops["sqrt"] = lambda: torch.sqrt(positive)
+    gamma, beta = torch.ones(COLS), torch.zeros(COLS)
+    ops["layer_norm_last"] = lambda: torch.nn.functional.layer_norm(
+        matrix, (COLS,), gamma, beta, 1e-5)
+    # Forward + backward of input, gamma and beta (grad mode is off
+    # globally, so it is switched on here for the op).
+    leaves = [t.clone().requires_grad_() for t in (matrix, gamma, beta)]
+    upstream = torch.randn(ROWS, COLS, generator=generator)
+
+    def layer_norm_backward():
+        with torch.enable_grad():
+            y = torch.nn.functional.layer_norm(leaves[0], (COLS,), leaves[1],
+                                               leaves[2], 1e-5)
+            return torch.autograd.grad(y, leaves, upstream)
+
+    ops["layer_norm_backward"] = layer_norm_backward
     return ops
 
 

@@ -223,6 +223,24 @@ class FakeCudaBackend final : public Backend {
     Cpu("BinaryScalar", {&out, &tensor})
         .BinaryScalar(op, out, tensor, scalar, scalar_is_lhs);
   }
+  void LayerNorm(const TensorBase& out, const TensorBase& mean,
+                 const TensorBase& rstd, const TensorBase& input,
+                 const TensorBase& gamma, const TensorBase& beta,
+                 double epsilon) override {
+    Cpu("LayerNorm", {&out, &mean, &rstd, &input, &gamma, &beta})
+        .LayerNorm(out, mean, rstd, input, gamma, beta, epsilon);
+  }
+  void LayerNormBackward(const TensorBase& input_grad,
+                         const TensorBase& gamma_grad,
+                         const TensorBase& beta_grad, const TensorBase& grad,
+                         const TensorBase& input, const TensorBase& mean,
+                         const TensorBase& rstd,
+                         const TensorBase& gamma) override {
+    Cpu("LayerNormBackward", {&input_grad, &gamma_grad, &beta_grad, &grad,
+                              &input, &mean, &rstd, &gamma})
+        .LayerNormBackward(input_grad, gamma_grad, beta_grad, grad, input, mean,
+                           rstd, gamma);
+  }
 
  private:
   // Cpu() checks that the defined tensors among `tensors` share one fake

@@ -6,15 +6,16 @@
 
 #include "kindling/core/check.h"
 #include "kindling/tensor/grad_node.h"
+#include "kindling/tensor/layer_norm_ops.h"
 #include "kindling/tensor/ops.h"
+#include "kindling/tensor/saved_tensor.h"
 
 namespace kindling::nn {
 namespace {
 
-// Grouping: how an input is viewed to normalize it. LayerNorm views
-// [..., D] as [R, D] with statistics over axis 1 and parameters summed over
-// axis 0; BatchNorm views [N, C, ...] as [N, C, S] with statistics over, and
-// parameter gradients summed over, axes 0 and 2.
+// Grouping: how BatchNorm views its input to normalize it: [N, C, ...] as
+// [N, C, S] with statistics over, and parameter gradients summed over, axes
+// 0 and 2.
 struct Grouping {
   Shape grouped;
   std::vector<int> statistic_axes;  // descending
@@ -131,6 +132,19 @@ void CheckParameters(const TensorBase& input, const TensorBase& gamma,
       beta.shape().ToString());
 }
 
+// LayerNormSaved: what the layer_norm node keeps for its backward. The
+// input is checked against in-place writes before backward reads it (an
+// optimizer step between forward and backward), and so is gamma, read only
+// for the input's gradient; mean and rstd are the op's own and never handed
+// out.
+struct LayerNormSaved {
+  SavedTensor input;
+  SavedTensor gamma;
+  TensorBase mean;
+  TensorBase rstd;
+  ops::LayerNormNeeds needs;
+};
+
 }  // namespace
 
 TensorBase LayerNormOp(const TensorBase& input, const TensorBase& gamma,
@@ -139,14 +153,25 @@ TensorBase LayerNormOp(const TensorBase& input, const TensorBase& gamma,
                  input.shape().ToString());
   const int64_t features = input.shape()[input.rank() - 1];
   CheckParameters(input, gamma, beta, features, "layer_norm");
-  const Grouping grouping{Shape{-1, features}, {1}, {0}, Shape{features}};
-  if (input.numel() == 0) {
-    // Reshape cannot infer -1 from zero elements; nothing to normalize.
-    return ops::Binary(BinaryOp::kAdd, Mul(input, gamma), beta);
+  if (!autograd::ShouldRecord(input, gamma, beta)) {
+    return ops::LayerNorm(input, gamma, beta, epsilon).output;
   }
-  Normalized normalized;
-  return Normalize("layer_norm", input, gamma, beta, epsilon, grouping,
-                   &normalized);
+  // ops::LayerNorm records nothing: its results carry no graph.
+  ops::LayerNormResult result = ops::LayerNorm(input, gamma, beta, epsilon);
+  const ops::LayerNormNeeds needs{
+      input.is_require_grad(), gamma.is_require_grad(), beta.is_require_grad()};
+  LayerNormSaved saved{SavedTensor(input),
+                       needs.input ? SavedTensor(gamma) : SavedTensor(),
+                       std::move(result.mean), std::move(result.rstd), needs};
+  return autograd::Record(
+      "layer_norm", {input, gamma, beta}, std::move(result.output),
+      [saved = std::move(saved)](const TensorBase& grad) -> GradList {
+        ops::LayerNormGradients grads =
+            ops::LayerNormBackward(grad, saved.input, saved.mean, saved.rstd,
+                                   saved.gamma, saved.needs);
+        return {std::move(grads.input), std::move(grads.gamma),
+                std::move(grads.beta)};
+      });
 }
 
 TensorBase BatchNormTrainOp(const TensorBase& input, const TensorBase& gamma,

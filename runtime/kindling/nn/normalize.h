@@ -11,7 +11,12 @@
 //
 // (means over the normalized axes, sums over the others). Composing the same
 // forward from ops would record about ten nodes and keep each intermediate
-// alive until backward; the fused node saves xhat and rstd only.
+// alive until backward.
+//
+// LayerNorm runs as one backend kernel each way (ops::LayerNorm and
+// LayerNormBackward, kindling/tensor/layer_norm_ops.h); its node saves the
+// input, gamma and the per-row mean and rstd. BatchNorm composes backend ops
+// (its statistics run down the batch axis) and saves xhat and rstd.
 #ifndef KINDLING_NN_NORMALIZE_H_
 #define KINDLING_NN_NORMALIZE_H_
 
@@ -20,7 +25,8 @@
 namespace kindling::nn {
 
 // LayerNormOp(): normalizes the last axis of `input` [..., D]; gamma and
-// beta are [D]. Returns input's shape.
+// beta are [D] of input's dtype and device. Returns input's shape. f16 and
+// bf16 inputs are computed in f32.
 TensorBase LayerNormOp(const TensorBase& input, const TensorBase& gamma,
                        const TensorBase& beta, double epsilon);
 

@@ -347,6 +347,49 @@ class Backend {
   virtual void BinaryScalar(BinaryOp op, const TensorBase& out,
                             const TensorBase& tensor, double scalar,
                             bool scalar_is_lhs) = 0;
+
+  // --- Layer normalization ---------------------------------------------------
+  // Shapes: `input` is R rows of D features, [R, D] (the last axis of the
+  // user's tensor; the front end reshapes), contiguous like every tensor of
+  // these two kernels. T is input's dtype: f32 or f64, and on backends that
+  // implement them (CUDA) f16 and bf16 too; the front end (ops::LayerNorm)
+  // hands f16/bf16 over converted to f32 unless ComputesHalfNatively().
+  // `gamma` and `beta` [D] are T. The statistics `mean` and `rstd` [R] are
+  // in T's compute dtype: f32 for f16, bf16 and f32, f64 for f64.
+  // Statistics accumulate in at least f32, around the row's mean (two
+  // passes, never E[x^2] - E[x]^2). Results must not depend on how the work
+  // is split over threads.
+
+  // LayerNorm(): for each row r, with mean[r] the average of the row and
+  // rstd[r] = 1 / sqrt(var + epsilon), var the biased variance around
+  // mean[r]:
+  //   out[r, j] = (input[r, j] - mean[r]) * rstd[r] * gamma[j] + beta[j]
+  // gamma undefined counts as ones and beta undefined as zeros. Writes
+  // `out` [R, D], `mean` and `rstd` [R] (saved for LayerNormBackward). R and
+  // D are positive.
+  virtual void LayerNorm(const TensorBase& out, const TensorBase& mean,
+                         const TensorBase& rstd, const TensorBase& input,
+                         const TensorBase& gamma, const TensorBase& beta,
+                         double epsilon) = 0;
+
+  // LayerNormBackward(): given `grad` [R, D], the gradient of a loss with
+  // respect to LayerNorm()'s `out`, and the `mean` and `rstd` LayerNorm()
+  // wrote for `input`, overwrites each of `input_grad` [R, D], `gamma_grad`
+  // and `beta_grad` [D] (dtype T) that is defined (at least one is) with
+  // the loss's gradient with respect to that operand. With
+  // xhat = (x - mean) * rstd and g = grad * gamma:
+  //   input_grad = rstd * (g - mean_j(g) - xhat * mean_j(g * xhat))
+  //   gamma_grad = sum_r(grad * xhat),  beta_grad = sum_r(grad)
+  // `gamma` undefined counts as ones. The column sums are deterministic:
+  // fixed row chunks summed in chunk order, whatever the thread count. R and
+  // D are positive.
+  virtual void LayerNormBackward(const TensorBase& input_grad,
+                                 const TensorBase& gamma_grad,
+                                 const TensorBase& beta_grad,
+                                 const TensorBase& grad,
+                                 const TensorBase& input,
+                                 const TensorBase& mean, const TensorBase& rstd,
+                                 const TensorBase& gamma) = 0;
 };
 
 // RegisterBackend() makes `backend` serve every device of `type`. Called from

@@ -14,6 +14,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -938,6 +939,136 @@ TEST_F(CudaBackendTest, EmptyTensorsLaunchNothing) {
   gpu.Reduce(ReduceOp::kSum, sums, empty, 0);
   EXPECT_EQ(std::vector<double>(5, 0.0), Doubles(sums));
   EXPECT_EQ(0.0, gpu.AbsPowerSum(empty, 2));
+}
+
+// --- Layer norm (LayerNorm, LayerNormBackward) ------------------------------
+
+// LayerNormOutputs: everything the two kernels write for one case.
+struct LayerNormOutputs {
+  TensorBase out, mean, rstd, input_grad, gamma_grad, beta_grad;
+};
+
+// RunLayerNorm(): forward and backward (every gradient) of [rows, d] inputs
+// from fixed seeds on `device`, computed in `dtype` (statistics in f32, or
+// f64 for f64); gamma and beta undefined unless `affine`.
+LayerNormOutputs RunLayerNorm(int64_t rows, int64_t d, DType dtype, bool affine,
+                              const Device& device) {
+  const DType statistics = dtype == DType::kF64 ? DType::kF64 : DType::kF32;
+  const TensorBase x = Input({rows, d}, dtype, 81, device, 3, 7);
+  const TensorBase dy = Input({rows, d}, dtype, 82, device);
+  const TensorBase gamma =
+      affine ? Input({d}, dtype, 83, device, 0.5, 1.5) : TensorBase();
+  const TensorBase beta = affine ? Input({d}, dtype, 84, device) : TensorBase();
+  LayerNormOutputs o;
+  o.out = TensorBase::Empty({rows, d}, dtype, device);
+  o.mean = TensorBase::Empty({rows}, statistics, device);
+  o.rstd = TensorBase::Empty({rows}, statistics, device);
+  o.input_grad = TensorBase::Empty({rows, d}, dtype, device);
+  o.gamma_grad = TensorBase::Empty({d}, dtype, device);
+  o.beta_grad = TensorBase::Empty({d}, dtype, device);
+  Backend& backend = GetBackend(device);
+  backend.LayerNorm(o.out, o.mean, o.rstd, x, gamma, beta, 1e-5);
+  backend.LayerNormBackward(o.input_grad, o.gamma_grad, o.beta_grad, dy, x,
+                            o.mean, o.rstd, gamma);
+  return o;
+}
+
+void ExpectLayerNormClose(const LayerNormOutputs& cpu,
+                          const LayerNormOutputs& gpu, Tolerance tol,
+                          const std::string& what) {
+  ExpectClose(cpu.out, gpu.out, tol, what + " out");
+  ExpectClose(cpu.mean, gpu.mean, tol, what + " mean");
+  ExpectClose(cpu.rstd, gpu.rstd, tol, what + " rstd");
+  ExpectClose(cpu.input_grad, gpu.input_grad, tol, what + " input_grad");
+  ExpectClose(cpu.gamma_grad, gpu.gamma_grad, tol, what + " gamma_grad");
+  ExpectClose(cpu.beta_grad, gpu.beta_grad, tol, what + " beta_grad");
+}
+
+// Rows of every kernel path: a warp per row with 1 to 32 elements a lane
+// (D = 1 .. 1024), a block per row with the row cached in shared memory
+// (1025, 4096) and without (12000 f32 / 6000 f64 elements exceed the
+// cache), and more rows than 32 * 128 (the parameter chunks' cap).
+TEST_F(CudaBackendTest, LayerNormMatchesTheCpuOnEveryPath) {
+  struct Case {
+    int64_t rows;
+    int64_t d;
+  };
+  const Case cases[] = {{5, 1},     {9, 7},    {3, 33},   {40, 100},
+                        {17, 1000}, {6, 1024}, {7, 1025}, {33, 4096},
+                        {3, 12000}, {4, 6000}, {5000, 7}, {4100, 300}};
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    const Tolerance tol =
+        dtype == DType::kF64 ? Tolerance{1e-10, 1e-12} : Tolerance{1e-4, 1e-5};
+    for (const Case& c : cases) {
+      for (bool affine : {true, false}) {
+        const LayerNormOutputs cpu =
+            RunLayerNorm(c.rows, c.d, dtype, affine, kCpu);
+        const LayerNormOutputs gpu =
+            RunLayerNorm(c.rows, c.d, dtype, affine, kGpu);
+        ExpectLayerNormClose(
+            cpu, gpu, tol,
+            "layer_norm " + Name(dtype) + " [" + std::to_string(c.rows) + ", " +
+                std::to_string(c.d) + "]" + (affine ? " affine" : ""));
+      }
+    }
+  }
+}
+
+// The 16-bit floats are stored in half precision and computed in f32: the
+// CPU's f32 run on the same (rounded) inputs, within the storage's rounding.
+TEST_F(CudaBackendTest, HalfLayerNormComputesInFloat) {
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    for (int64_t d : {int64_t{100}, int64_t{3000}}) {
+      const LayerNormOutputs gpu = RunLayerNorm(64, d, dtype, true, kGpu);
+      // Input() rounds through f64 -> dtype; the CPU side reads the same
+      // rounded values widened to f32.
+      const auto widen = [&](uint32_t seed, const Shape& shape, double low,
+                             double high) {
+        return Input(shape, dtype, seed, kCpu, low, high).To(DType::kF32);
+      };
+      const TensorBase x = widen(81, {64, d}, 3, 7);
+      const TensorBase dy = widen(82, {64, d}, -2, 2);
+      const TensorBase gamma = widen(83, {d}, 0.5, 1.5);
+      const TensorBase beta = widen(84, {d}, -2, 2);
+      LayerNormOutputs cpu;
+      cpu.out = TensorBase::Empty({64, d}, DType::kF32, kCpu);
+      cpu.mean = TensorBase::Empty({64}, DType::kF32, kCpu);
+      cpu.rstd = TensorBase::Empty({64}, DType::kF32, kCpu);
+      cpu.input_grad = TensorBase::Empty({64, d}, DType::kF32, kCpu);
+      cpu.gamma_grad = TensorBase::Empty({d}, DType::kF32, kCpu);
+      cpu.beta_grad = TensorBase::Empty({d}, DType::kF32, kCpu);
+      Backend& backend = GetBackend(kCpu);
+      backend.LayerNorm(cpu.out, cpu.mean, cpu.rstd, x, gamma, beta, 1e-5);
+      backend.LayerNormBackward(cpu.input_grad, cpu.gamma_grad, cpu.beta_grad,
+                                dy, x, cpu.mean, cpu.rstd, gamma);
+      const std::string what =
+          "layer_norm " + Name(dtype) + " d " + std::to_string(d);
+      ExpectClose(cpu.mean, gpu.mean, {1e-5, 1e-6}, what + " mean");
+      ExpectClose(cpu.rstd, gpu.rstd, {1e-5, 1e-6}, what + " rstd");
+      const Tolerance tol = ToleranceOf(dtype);
+      for (const auto& [want, got, name] :
+           {std::tuple{cpu.out, gpu.out, "out"},
+            std::tuple{cpu.input_grad, gpu.input_grad, "input_grad"},
+            std::tuple{cpu.gamma_grad, gpu.gamma_grad, "gamma_grad"},
+            std::tuple{cpu.beta_grad, gpu.beta_grad, "beta_grad"}}) {
+        ExpectClose(want.To(dtype), got, tol, what + " " + name);
+      }
+    }
+  }
+}
+
+// Only some gradients: the others stay untouched and nothing faults.
+TEST_F(CudaBackendTest, LayerNormBackwardWritesOnlyTheGradientsAsked) {
+  auto [cpu, gpu] = Both([&](const Device& device) {
+    const LayerNormOutputs o = RunLayerNorm(50, 70, DType::kF32, true, device);
+    const TensorBase x = Input({50, 70}, DType::kF32, 81, device, 3, 7);
+    const TensorBase dy = Input({50, 70}, DType::kF32, 82, device);
+    const TensorBase beta_grad = TensorBase::Empty({70}, DType::kF32, device);
+    GetBackend(device).LayerNormBackward(TensorBase(), TensorBase(), beta_grad,
+                                         dy, x, o.mean, o.rstd, TensorBase());
+    return beta_grad;
+  });
+  ExpectClose(cpu, gpu, {1e-4, 1e-5}, "layer_norm beta_grad alone");
 }
 
 // --- Sliding windows (Im2Col, Col2Im, MaxPool2d and its backward) ----------

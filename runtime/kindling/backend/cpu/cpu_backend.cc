@@ -147,6 +147,22 @@ void CpuBackend::Conv2dBackward(const TensorBase& input_grad,
                        window);
 }
 
+void CpuBackend::LayerNorm(const TensorBase& out, const TensorBase& mean,
+                           const TensorBase& rstd, const TensorBase& input,
+                           const TensorBase& gamma, const TensorBase& beta,
+                           double epsilon) {
+  LayerNormKernel(out, mean, rstd, input, gamma, beta, epsilon);
+}
+
+void CpuBackend::LayerNormBackward(
+    const TensorBase& input_grad, const TensorBase& gamma_grad,
+    const TensorBase& beta_grad, const TensorBase& grad,
+    const TensorBase& input, const TensorBase& mean, const TensorBase& rstd,
+    const TensorBase& gamma) {
+  LayerNormBackwardKernel(input_grad, gamma_grad, beta_grad, grad, input, mean,
+                          rstd, gamma);
+}
+
 void RegisterCpuBackend() {
   static CpuDeviceMemory* const memory = new CpuDeviceMemory();
   static CpuBackend* const backend = new CpuBackend();

@@ -85,6 +85,18 @@ class CpuBackend final : public Backend {
   void BinaryScalar(BinaryOp op, const TensorBase& out,
                     const TensorBase& tensor, double scalar,
                     bool scalar_is_lhs) override;
+
+  // Layer normalization, rows split over threads (layer_norm.cc).
+  void LayerNorm(const TensorBase& out, const TensorBase& mean,
+                 const TensorBase& rstd, const TensorBase& input,
+                 const TensorBase& gamma, const TensorBase& beta,
+                 double epsilon) override;
+  void LayerNormBackward(const TensorBase& input_grad,
+                         const TensorBase& gamma_grad,
+                         const TensorBase& beta_grad, const TensorBase& grad,
+                         const TensorBase& input, const TensorBase& mean,
+                         const TensorBase& rstd,
+                         const TensorBase& gamma) override;
 };
 
 // RegisterCpuBackend() registers CpuBackend and CpuDeviceMemory

@@ -62,6 +62,18 @@ void Conv2dBackwardKernel(const TensorBase& input_grad,
                           const TensorBase& input, const TensorBase& weight,
                           const Window2dGeometry& window);
 
+// layer_norm.cc
+void LayerNormKernel(const TensorBase& out, const TensorBase& mean,
+                     const TensorBase& rstd, const TensorBase& input,
+                     const TensorBase& gamma, const TensorBase& beta,
+                     double epsilon);
+void LayerNormBackwardKernel(const TensorBase& input_grad,
+                             const TensorBase& gamma_grad,
+                             const TensorBase& beta_grad,
+                             const TensorBase& grad, const TensorBase& input,
+                             const TensorBase& mean, const TensorBase& rstd,
+                             const TensorBase& gamma);
+
 }  // namespace kindling::cpu
 
 #endif  // KINDLING_BACKEND_CPU_KERNELS_H_

@@ -203,6 +203,24 @@ void CudaBackend::Conv2dBackward(const TensorBase& input_grad,
                          weight, window);
 }
 
+void CudaBackend::LayerNorm(const TensorBase& out, const TensorBase& mean,
+                            const TensorBase& rstd, const TensorBase& input,
+                            const TensorBase& gamma, const TensorBase& beta,
+                            double epsilon) {
+  const OnDevice on(out);
+  LayerNormKernel(on.stream(), out, mean, rstd, input, gamma, beta, epsilon);
+}
+
+void CudaBackend::LayerNormBackward(
+    const TensorBase& input_grad, const TensorBase& gamma_grad,
+    const TensorBase& beta_grad, const TensorBase& grad,
+    const TensorBase& input, const TensorBase& mean, const TensorBase& rstd,
+    const TensorBase& gamma) {
+  const OnDevice on(grad);
+  LayerNormBackwardKernel(on.stream(), input_grad, gamma_grad, beta_grad, grad,
+                          input, mean, rstd, gamma);
+}
+
 void RegisterCudaBackend() {
   static CudaBackend* const backend = new CudaBackend();
   RegisterBackend(DeviceKind::kCuda, backend);

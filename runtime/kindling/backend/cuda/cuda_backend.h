@@ -84,6 +84,19 @@ class CudaBackend final : public Backend {
   void BinaryScalar(BinaryOp op, const TensorBase& out,
                     const TensorBase& tensor, double scalar,
                     bool scalar_is_lhs) override;
+
+  // A warp or a block per row, the row in registers or shared memory
+  // (layer_norm.cu).
+  void LayerNorm(const TensorBase& out, const TensorBase& mean,
+                 const TensorBase& rstd, const TensorBase& input,
+                 const TensorBase& gamma, const TensorBase& beta,
+                 double epsilon) override;
+  void LayerNormBackward(const TensorBase& input_grad,
+                         const TensorBase& gamma_grad,
+                         const TensorBase& beta_grad, const TensorBase& grad,
+                         const TensorBase& input, const TensorBase& mean,
+                         const TensorBase& rstd,
+                         const TensorBase& gamma) override;
 };
 
 // RegisterCudaBackend() registers CudaBackend for DeviceKind::kCuda

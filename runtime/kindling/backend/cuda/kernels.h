@@ -93,6 +93,18 @@ void MaxPool2dBackwardKernel(cudaStream_t stream, const TensorBase& input_grad,
                              const TensorBase& grad, const TensorBase& argmax,
                              const Window2dGeometry& window);
 
+// layer_norm.cu
+void LayerNormKernel(cudaStream_t stream, const TensorBase& out,
+                     const TensorBase& mean, const TensorBase& rstd,
+                     const TensorBase& input, const TensorBase& gamma,
+                     const TensorBase& beta, double epsilon);
+void LayerNormBackwardKernel(cudaStream_t stream, const TensorBase& input_grad,
+                             const TensorBase& gamma_grad,
+                             const TensorBase& beta_grad,
+                             const TensorBase& grad, const TensorBase& input,
+                             const TensorBase& mean, const TensorBase& rstd,
+                             const TensorBase& gamma);
+
 // random.cu
 void FillRandomKernel(cudaStream_t stream, const TensorBase& out,
                       RandomDistribution distribution, uint64_t seed,
