@@ -304,9 +304,10 @@ class Backend {
   // grad[n, c, oh, ow] for every window position in row-major (oh, ow)
   // order (overlapping windows that share a maximum accumulate; argmax -1
   // entries are skipped). `grad` [N, C, OH, OW] may be any strided view;
-  // `argmax` is what MaxPool2d wrote with `window`, which lets a backend
-  // gather per input cell (each cell visits only the windows covering it)
-  // instead of scattering with atomics.
+  // `argmax` must be what MaxPool2d wrote with this same `window`
+  // (REQUIRES, not checked: every entry a cell of its own window), which
+  // lets a backend gather per input cell, visiting only the windows that
+  // cover it, instead of scattering with atomics.
   virtual void MaxPool2dBackward(const TensorBase& input_grad,
                                  const TensorBase& grad,
                                  const TensorBase& argmax,

@@ -541,37 +541,71 @@ TEST_F(CudaBackendTest, LongRowReductionsAndNaNs) {
 
 TEST_F(CudaBackendTest, VeryLongLinesSplitOverBlocksMatchTheCpu) {
   // Few lines far longer than a block: each is split into chunks reduced by
-  // separate blocks and combined in chunk order.
-  for (const Shape& shape : {Shape{1, 5000003}, Shape{3, 400001}}) {
+  // separate blocks and combined in chunk order. Planted values: the extreme
+  // twice (the first wins for the arg ops), and a strictly larger one in
+  // the last, shorter chunk in the "last" variant, so a dropped chunk shows.
+  struct Case {
+    Shape shape;
+    int axis;
+    bool extreme_in_last_chunk;
+  };
+  const Case cases[] = {{{1, 5000003}, 1, false},
+                        {{1, 5000003}, 1, true},
+                        {{3, 400001}, 1, false},
+                        {{5000003, 3}, 0, true}};  // strided lines
+  for (const Case& c : cases) {
+    const int64_t n = c.shape[c.axis];
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax,
                         ReduceOp::kMin, ReduceOp::kArgMax, ReduceOp::kArgMin}) {
+      const bool low = op == ReduceOp::kMin || op == ReduceOp::kArgMin;
       auto [cpu, gpu] = Both([&](const Device& device) {
-        TensorBase in = Input(shape, DType::kF32, 31, device);
-        // The extreme value twice, far apart: arg ops give the first.
-        const float extreme =
-            op == ReduceOp::kMin || op == ReduceOp::kArgMin ? -5.0f : 5.0f;
-        const TensorBase value =
-            TensorBase::FromHost(&extreme, {}, DType::kF32, kCpu)
-                .ToDevice(device);
-        for (int64_t at : {int64_t{333333}, shape[1] - 2}) {
-          GetBackend(device).Copy(
-              in.Narrow(0, 0, 1).Narrow(1, at, 1).Squeeze(0).Squeeze(0), value);
-        }
+        TensorBase in = Input(c.shape, DType::kF32, 31, device);
+        const auto plant = [&](int64_t at, float value) {
+          const TensorBase scalar =
+              TensorBase::FromHost(&value, {}, DType::kF32, kCpu)
+                  .ToDevice(device);
+          TensorBase cell = in.Narrow(c.axis, at, 1).Narrow(1 - c.axis, 0, 1);
+          GetBackend(device).Copy(cell.Squeeze(0).Squeeze(0), scalar);
+        };
+        plant(333333, low ? -5.0f : 5.0f);
+        plant(n - 7, low ? -5.0f : 5.0f);
+        if (c.extreme_in_last_chunk) plant(n - 2, low ? -6.0f : 6.0f);
         const bool arg = op == ReduceOp::kArgMax || op == ReduceOp::kArgMin;
+        Shape out_shape = c.shape;
+        out_shape[c.axis] = 1;
         const TensorBase out = TensorBase::Empty(
-            {shape[0], 1}, arg ? DType::kI64 : DType::kF32, device);
-        GetBackend(device).Reduce(op, out, in, 1);
+            out_shape, arg ? DType::kI64 : DType::kF32, device);
+        GetBackend(device).Reduce(op, out, in, c.axis);
         return out;
       });
-      const std::string what = "split reduce op " +
-                               std::to_string(static_cast<int>(op)) + " " +
-                               shape.ToString();
+      const std::string what =
+          "split reduce op " + std::to_string(static_cast<int>(op)) + " " +
+          c.shape.ToString() + " axis " + std::to_string(c.axis);
       if (op == ReduceOp::kSum || op == ReduceOp::kMean) {
         ExpectClose(cpu, gpu, {1e-6, 1e-6}, what);
       } else {
         ExpectBitEqual(cpu, gpu, what);
       }
     }
+  }
+  // NaNs in two chunks: the first NaN wins max and argmax.
+  for (ReduceOp op : {ReduceOp::kMax, ReduceOp::kArgMax}) {
+    auto [cpu, gpu] = Both([&](const Device& device) {
+      TensorBase in = Input({1, 3000001}, DType::kF32, 33, device);
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      const TensorBase nans =
+          TensorBase::FromHost(&nan, {}, DType::kF32, kCpu).ToDevice(device);
+      for (int64_t at : {int64_t{2000000}, int64_t{1000}}) {
+        GetBackend(device).Copy(in.Narrow(1, at, 1).Squeeze(0).Squeeze(0),
+                                nans);
+      }
+      const TensorBase out = TensorBase::Empty(
+          {1, 1}, op == ReduceOp::kArgMax ? DType::kI64 : DType::kF32, device);
+      GetBackend(device).Reduce(op, out, in, 1);
+      return out;
+    });
+    ExpectBitEqual(cpu, gpu,
+                   "split NaN " + std::to_string(static_cast<int>(op)));
   }
   // Integer sums wrap identically; f64 sums agree to rounding.
   for (DType dtype : {DType::kI64, DType::kF64}) {
@@ -583,6 +617,15 @@ TEST_F(CudaBackendTest, VeryLongLinesSplitOverBlocksMatchTheCpu) {
     });
     ExpectClose(cpu, gpu, ToleranceOf(dtype), "split sum " + Name(dtype));
   }
+  // f16: the split sums accumulate in f32, as the CPU's f32 sum of the
+  // widened values does (compare within f16 rounding).
+  const TensorBase half_cpu = Input({1, 2000001}, DType::kF16, 34, kCpu);
+  const TensorBase expected = TensorBase::Empty({1, 1}, DType::kF32, kCpu);
+  GetBackend(kCpu).Reduce(ReduceOp::kSum, expected, half_cpu.To(DType::kF32),
+                          1);
+  const TensorBase half_sum = TensorBase::Empty({1, 1}, DType::kF16, kGpu);
+  GetBackend(kGpu).Reduce(ReduceOp::kSum, half_sum, half_cpu.ToDevice(kGpu), 1);
+  ExpectClose(expected.To(DType::kF16), half_sum, {2e-3, 0.5}, "split f16 sum");
 }
 
 TEST_F(CudaBackendTest, HalfReductionsAccumulateInFloat) {
@@ -784,38 +827,79 @@ TEST_F(CudaBackendTest, IndexSelectGatherAndScatterAdd) {
   }
 }
 
-TEST_F(CudaBackendTest, OutOfRangeIndicesSurfaceAtTheNextSynchronize) {
-  ASSERT_TRUE(cuda::SynchronizeCudaDevice(0).ok());
-  const TensorBase table = Input({4, 3}, DType::kF32, 27, kGpu);
-  const TensorBase index = Indices({1, 9, 2}, {3}, DType::kI64, kGpu);
-  GetBackend(kGpu).CheckIndices(index, 4, "index_select");
-  const TensorBase out = TensorBase::Empty({3, 3}, DType::kF32, kGpu);
-  GetBackend(kGpu).IndexSelect(out, table, 0, index);
+// ExpectFault() checks that the next synchronization reports `message`
+// (and only once).
+void ExpectFault(const std::string& message) {
   const absl::Status status = cuda::SynchronizeCudaDevice(0);
   EXPECT_EQ(absl::StatusCode::kOutOfRange, status.code()) << status;
-  EXPECT_NE(std::string(status.message())
-                .find("index_select: index 9 out of range [0, 4) on cuda:0"),
-            std::string::npos)
+  EXPECT_NE(std::string(status.message()).find(message), std::string::npos)
       << status;
-  // The bad row reads nothing and is written as zeros; the others are right.
-  const std::vector<double> rows = Doubles(out);
+  EXPECT_TRUE(cuda::SynchronizeCudaDevice(0).ok());
+}
+
+TEST_F(CudaBackendTest, OutOfRangeIndicesSurfaceAtTheNextSynchronize) {
+  ASSERT_TRUE(cuda::SynchronizeCudaDevice(0).ok());
+  // The table is rows 0..3 of a larger tensor of values in [1, 2): a kernel
+  // reading a bad row would find non-zero data there, not the zeros the
+  // guarded kernels write.
+  const TensorBase big = Input({16, 3}, DType::kF32, 27, kGpu, 1, 2);
+  const TensorBase table = big.Narrow(0, 0, 4);
   const std::vector<double> values = Doubles(table);
+
+  // index_select's own check (no CheckIndices first).
+  const TensorBase out = TensorBase::Empty({3, 3}, DType::kF32, kGpu);
+  GetBackend(kGpu).IndexSelect(out, table, 0,
+                               Indices({1, 9, 2}, {3}, DType::kI64, kGpu));
+  ExpectFault("index_select: index 9 out of range [0, 4) on cuda:0");
+  const std::vector<double> rows = Doubles(out);
   for (int j = 0; j < 3; ++j) {
     EXPECT_EQ(values[3 + j], rows[j]);
     EXPECT_EQ(0.0, rows[3 + j]);
     EXPECT_EQ(values[6 + j], rows[6 + j]);
   }
-  // Reported once: the record is clear again.
-  EXPECT_TRUE(cuda::SynchronizeCudaDevice(0).ok());
-  // i32 indices, a negative one, through CheckIndices alone (as one_hot).
+
+  // gather with a transposed (strided) i32 index holding one bad entry.
+  const std::vector<int64_t> picks = {0, 3, 1, 2, 1, 7, 1, 2, 2, 0, 1, 3};
+  const TensorBase index =
+      Indices(picks, {3, 4}, DType::kI32, kGpu).Transpose(0, 1);  // [4, 3]
+  const TensorBase gathered = TensorBase::Empty({4, 3}, DType::kF32, kGpu);
+  GetBackend(kGpu).Gather(gathered, table, 0, index);
+  ExpectFault("gather: index 7 out of range [0, 4) on cuda:0");
+  const std::vector<double> got = Doubles(gathered);
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      const int64_t pick = picks[j * 4 + i];
+      EXPECT_EQ(pick < 4 ? values[pick * 3 + j] : 0.0, got[i * 3 + j])
+          << i << "," << j;
+    }
+  }
+
+  // scatter_add leaves the target of a bad index alone.
+  const TensorBase target = Input({4, 3}, DType::kF32, 28, kGpu);
+  const std::vector<double> before = Doubles(target);
+  const TensorBase ones = TensorBase::Empty({2, 3}, DType::kF32, kGpu);
+  GetBackend(kGpu).Fill(ones, 1.0);
+  const std::vector<int64_t> rows_to = {3, 5, 0, 1, 1, 1};
+  GetBackend(kGpu).ScatterAdd(
+      target, 0, Indices(rows_to, {2, 3}, DType::kI64, kGpu), ones);
+  ExpectFault("scatter_add: index 5 out of range [0, 4) on cuda:0");
+  std::vector<double> want = before;
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      const int64_t row = rows_to[i * 3 + j];
+      if (row < 4) want[row * 3 + j] += 1.0;
+    }
+  }
+  const std::vector<double> after = Doubles(target);
+  for (size_t k = 0; k < want.size(); ++k) {
+    EXPECT_FLOAT_EQ(static_cast<float>(want[k]), static_cast<float>(after[k]))
+        << k;
+  }
+
+  // CheckIndices alone (one_hot's check), i32 with a negative entry.
   GetBackend(kGpu).CheckIndices(Indices({0, -2, 1}, {3}, DType::kI32, kGpu), 3,
                                 "one_hot");
-  const absl::Status negative = cuda::SynchronizeCudaDevice(0);
-  EXPECT_NE(std::string(negative.message())
-                .find("one_hot: index -2 out of range [0, 3) on cuda:0"),
-            std::string::npos)
-      << negative;
-  EXPECT_TRUE(cuda::SynchronizeCudaDevice(0).ok());
+  ExpectFault("one_hot: index -2 out of range [0, 3) on cuda:0");
 }
 
 TEST_F(CudaBackendTest, PhiloxFillsAreBitIdenticalToTheCpu) {

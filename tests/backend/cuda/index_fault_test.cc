@@ -35,6 +35,16 @@ TEST(IndexFaultTest, FirstBadIndexWinsAndIsReportedOnce) {
             0u);
 }
 
+TEST(IndexFaultTest, AClaimedRecordIsLeftForItsWriterToPublish) {
+  // A writer has won the record but not yet written its numbers or name.
+  IndexFault record{kIndexFaultClaimed, 0, 0};
+  EXPECT_EQ(TakeIndexFault(record, "cuda:0"), "");
+  EXPECT_EQ(record.op, kIndexFaultClaimed);  // not cleared under the writer
+  // Other faults meanwhile lose to it.
+  EXPECT_EQ(CheckedIndex(IndexFaultSink{&record, "gather"}, 5, 2), -1);
+  EXPECT_EQ(record.op, kIndexFaultClaimed);
+}
+
 TEST(IndexFaultTest, RangeEdges) {
   EXPECT_TRUE(IndexInRange(0, 1));
   EXPECT_FALSE(IndexInRange(1, 1));

@@ -150,15 +150,26 @@ IndexFaultSink IndexFaultSinkFor(int index, const char* op) {
     host_index_faults.store(faults);
     return faults;
   }();
-  void* device_record = nullptr;
-  KINDLING_CUDA_CHECK(
-      cudaHostGetDevicePointer(&device_record, records + index, 0));
-  return IndexFaultSink{static_cast<IndexFault*>(device_record), op};
+  // The device's address of its record, looked up once per device.
+  static std::array<std::once_flag, kMaxDevices> looked_up;
+  static std::array<IndexFault*, kMaxDevices> device_records{};
+  std::call_once(looked_up[index], [index] {
+    CudaDeviceGuard guard(index);
+    void* device_record = nullptr;
+    KINDLING_CUDA_CHECK(
+        cudaHostGetDevicePointer(&device_record, records + index, 0));
+    device_records[index] = static_cast<IndexFault*>(device_record);
+  });
+  return IndexFaultSink{device_records[index], op};
 }
 
 std::string TakeCudaIndexFault(int index) {
   IndexFault* records = host_index_faults.load();
   if (records == nullptr) return "";  // no kernel has checked an index yet
+  // Two host threads syncing at once must not both report (or tear) one
+  // fault.
+  static std::mutex* take_mutex = new std::mutex;
+  std::lock_guard<std::mutex> lock(*take_mutex);
   return TakeIndexFault(records[index], absl::StrFormat("cuda:%d", index));
 }
 

@@ -100,7 +100,9 @@ IndexFaultSink IndexFaultSinkFor(int index, const char* op);
 
 // TakeCudaIndexFault() returns and clears the message of the first
 // out-of-range index a kernel on device `index` met, or "" when none did.
-// Call it only after waiting for the device's work.
+// Call it only after waiting for the device's work. The record is per
+// device, not per stream: after waiting for one stream it may report a
+// fault of another stream of the same device (never a half-written one).
 std::string TakeCudaIndexFault(int index);
 
 // CheckNoCudaIndexFault() aborts with TakeCudaIndexFault()'s message, if any:

@@ -1,5 +1,6 @@
 #include "kindling/backend/cuda/index_fault.h"
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -18,9 +19,17 @@ std::string DescribeIndexFault(const IndexFault& fault,
 }
 
 std::string TakeIndexFault(IndexFault& fault, const std::string& device) {
-  if (fault.op == 0) return "";
-  std::string message = DescribeIndexFault(fault, device);
-  fault = IndexFault{};
+  // The device writes this record concurrently: read the name with acquire
+  // (the numbers were written before it), clear the numbers, then the name.
+  std::atomic_ref<unsigned long long> op(fault.op);
+  const unsigned long long name = op.load(std::memory_order_acquire);
+  if (name == 0 || name == kIndexFaultClaimed) return "";
+  IndexFault published = fault;
+  published.op = name;
+  std::string message = DescribeIndexFault(published, device);
+  fault.value = 0;
+  fault.bound = 0;
+  op.store(0, std::memory_order_release);
   return message;
 }
 

@@ -27,12 +27,19 @@
 namespace kindling::cuda {
 
 // IndexFault: the first out-of-range index seen since the record was last
-// taken. `op` is 0 while there is none.
+// taken. `op` is 0 while there is none, kIndexFaultClaimed while its writer
+// is filling in `value` and `bound`, then the op name's address. The writer
+// publishes `op` last and the host clears it last, so a reader that sees a
+// name also sees that fault's numbers.
 struct IndexFault {
-  unsigned long long op;  // the op name's address (a string literal)
+  unsigned long long op;  // 0, kIndexFaultClaimed, or the op name's address
   int64_t value;          // the offending index
   int64_t bound;          // the valid range is [0, bound)
 };
+
+// kIndexFaultClaimed: `op` while a writer owns the record (no string
+// literal lives at address 1).
+inline constexpr unsigned long long kIndexFaultClaimed = 1;
 
 // IndexFaultSink: what a kernel needs to check indices: the device's record
 // and the op's name.
@@ -53,16 +60,22 @@ KINDLING_HOST_DEVICE inline void ReportIndexFault(const IndexFaultSink& sink,
                                                   int64_t bound) {
   const unsigned long long op =
       static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(sink.op));
+  IndexFault* record = sink.record;
 #if defined(__CUDA_ARCH__)
-  if (atomicCAS(&sink.record->op, 0ull, op) != 0ull) return;
-  sink.record->value = value;
-  sink.record->bound = bound;
-  __threadfence_system();  // visible to the host once the kernel ends
+  // A plain read first: once a fault is held, the many threads that meet
+  // the same bad indices skip the atomic over PCIe.
+  if (*static_cast<volatile unsigned long long*>(&record->op) != 0) return;
+  if (atomicCAS(&record->op, 0ull, kIndexFaultClaimed) != 0ull) return;
+  record->value = value;
+  record->bound = bound;
+  __threadfence_system();  // the numbers reach the host before the name
+  atomicExch(&record->op, op);
 #else
-  if (sink.record->op != 0) return;
-  sink.record->op = op;
-  sink.record->value = value;
-  sink.record->bound = bound;
+  if (record->op != 0) return;
+  record->op = kIndexFaultClaimed;
+  record->value = value;
+  record->bound = bound;
+  record->op = op;
 #endif
 }
 
@@ -81,7 +94,9 @@ std::string DescribeIndexFault(const IndexFault& fault,
                                const std::string& device);
 
 // TakeIndexFault() returns the record's message and clears it, or "" when
-// the record is empty. Call it only once the device's kernels have finished.
+// the record is empty or its writer has not published it yet (it is then
+// taken by a later call). Call it after waiting for the device's work;
+// callers serialize calls on one record (cuda_context.cc holds a mutex).
 std::string TakeIndexFault(IndexFault& fault, const std::string& device);
 
 }  // namespace kindling::cuda
