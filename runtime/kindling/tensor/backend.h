@@ -105,11 +105,12 @@ class Backend {
   virtual std::string_view name() const = 0;
 
   // ComputesHalfNatively() is true when this backend's Unary, Binary,
-  // BinaryScalar, Reduce, Softmax and Matmul take f16 and bf16 tensors
-  // themselves (computing in f32 and rounding each result once, as the
-  // front end's f32 round trip does). Otherwise the front end hands those
-  // methods f32 copies and rounds their results back. The other kernels
-  // (windows, convolution, scatter-add) always get f32 for 16-bit floats.
+  // BinaryScalar, Reduce, Softmax, Matmul, LayerNorm and LayerNormBackward
+  // take f16 and bf16 tensors themselves (computing in f32 and rounding each
+  // result once, as the front end's f32 round trip does). Otherwise the
+  // front end hands those methods f32 copies and rounds their results back.
+  // The other kernels (windows, convolution, scatter-add) always get f32 for
+  // 16-bit floats.
   virtual bool ComputesHalfNatively() const { return false; }
 
   // Copy(): out[i] = convert(in[i]) for one shape; `out` may be a strided

@@ -22,6 +22,7 @@
 #include "kindling/backend/cuda/cuda_context.h"
 #include "kindling/tensor/backend.h"
 #include "kindling/tensor/device.h"
+#include "kindling/tensor/layer_norm_ops.h"
 #include "kindling/tensor/memory_stats.h"
 #include "kindling/tensor/ops.h"
 #include "kindling/tensor/tensor_base.h"
@@ -1071,15 +1072,18 @@ void ExpectLayerNormClose(const LayerNormOutputs& cpu,
 // Rows of every kernel path: a warp per row with 1 to 32 elements a lane
 // (D = 1 .. 1024), a block per row with the row cached in shared memory
 // (1025, 4096) and without (12000 f32 / 6000 f64 elements exceed the
-// cache), and more rows than 32 * 128 (the parameter chunks' cap).
+// cache), more rows than 32 * 128 (the parameter chunks' cap), and more
+// rows than one grid covers on each path (the grid-stride loops, reusing
+// the shared cache and scratch across rows).
 TEST_F(CudaBackendTest, LayerNormMatchesTheCpuOnEveryPath) {
   struct Case {
     int64_t rows;
     int64_t d;
   };
-  const Case cases[] = {{5, 1},     {9, 7},    {3, 33},   {40, 100},
-                        {17, 1000}, {6, 1024}, {7, 1025}, {33, 4096},
-                        {3, 12000}, {4, 6000}, {5000, 7}, {4100, 300}};
+  const Case cases[] = {{5, 1},        {9, 7},     {3, 33},   {40, 100},
+                        {17, 1000},    {6, 1024},  {7, 1025}, {33, 4096},
+                        {3, 12000},    {4, 6000},  {5000, 7}, {4100, 300},
+                        {70000, 1025}, {270000, 8}};
   for (DType dtype : {DType::kF32, DType::kF64}) {
     const Tolerance tol =
         dtype == DType::kF64 ? Tolerance{1e-10, 1e-12} : Tolerance{1e-4, 1e-5};
@@ -1102,7 +1106,8 @@ TEST_F(CudaBackendTest, LayerNormMatchesTheCpuOnEveryPath) {
 // CPU's f32 run on the same (rounded) inputs, within the storage's rounding.
 TEST_F(CudaBackendTest, HalfLayerNormComputesInFloat) {
   for (DType dtype : {DType::kF16, DType::kBF16}) {
-    for (int64_t d : {int64_t{100}, int64_t{3000}}) {
+    for (int64_t d :
+         {int64_t{100}, int64_t{1024}, int64_t{3000}, int64_t{12000}}) {
       const LayerNormOutputs gpu = RunLayerNorm(64, d, dtype, true, kGpu);
       // Input() rounds through f64 -> dtype; the CPU side reads the same
       // rounded values widened to f32.
@@ -1136,6 +1141,45 @@ TEST_F(CudaBackendTest, HalfLayerNormComputesInFloat) {
             std::tuple{cpu.gamma_grad, gpu.gamma_grad, "gamma_grad"},
             std::tuple{cpu.beta_grad, gpu.beta_grad, "beta_grad"}}) {
         ExpectClose(want.To(dtype), got, tol, what + " " + name);
+      }
+    }
+  }
+}
+
+// The front end keeps f16/bf16 16-bit on the GPU (ComputesHalfNatively),
+// with f32 statistics, and matches the CPU's f32 computation of the same
+// rounded values, forward and every gradient.
+TEST_F(CudaBackendTest, HalfLayerNormThroughTheFrontEnd) {
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    for (int64_t d : {int64_t{256}, int64_t{3000}}) {
+      const auto run = [&](const Device& device, DType compute) {
+        const TensorBase x = Input({2, 16, d}, dtype, 91, kCpu, 3, 7)
+                                 .To(compute)
+                                 .ToDevice(device);
+        const TensorBase dy =
+            Input({2, 16, d}, dtype, 92, kCpu).To(compute).ToDevice(device);
+        const TensorBase gamma =
+            Input({d}, dtype, 93, kCpu, 0.5, 1.5).To(compute).ToDevice(device);
+        const TensorBase beta =
+            Input({d}, dtype, 94, kCpu).To(compute).ToDevice(device);
+        const ops::LayerNormResult forward =
+            ops::LayerNorm(x, gamma, beta, 1e-5);
+        const ops::LayerNormGradients grads = ops::LayerNormBackward(
+            dy, x, forward.mean, forward.rstd, gamma, {true, true, true});
+        return std::vector<TensorBase>{forward.output, forward.mean,
+                                       grads.input, grads.gamma, grads.beta};
+      };
+      const std::vector<TensorBase> gpu = run(kGpu, dtype);
+      const std::vector<TensorBase> cpu = run(kCpu, DType::kF32);
+      const std::string what = "front-end layer_norm " + Name(dtype);
+      EXPECT_EQ(dtype, gpu[0].dtype()) << what;
+      EXPECT_EQ(DType::kF32, gpu[1].dtype()) << what;  // statistics
+      ExpectClose(cpu[1], gpu[1], {1e-5, 1e-6}, what + " mean");
+      const char* names[] = {"out", "mean", "input_grad", "gamma_grad",
+                             "beta_grad"};
+      for (int k : {0, 2, 3, 4}) {
+        ExpectClose(cpu[k].To(dtype), gpu[k], ToleranceOf(dtype),
+                    what + " " + names[k]);
       }
     }
   }

@@ -28,6 +28,7 @@
 // shared-memory sums: every lane ends with the same bits, and no result
 // depends on scheduling.
 #include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 
 #include "kindling/backend/cuda/cuda_check.h"
@@ -405,6 +406,19 @@ template <class C>
 constexpr DType kComputeDType =
     std::is_same_v<C, double> ? DType::kF64 : DType::kF32;
 
+// CheckOperands() aborts unless every defined tensor of `operands` has
+// input's dtype and is contiguous: the kernels read them all as T*.
+void CheckOperands(const char* op, const TensorBase& input,
+                   std::initializer_list<const TensorBase*> operands) {
+  for (const TensorBase* operand : operands) {
+    if (!operand->defined()) continue;
+    KINDLING_CHECK(
+        operand->dtype() == input.dtype() && operand->is_contiguous(),
+        "cuda %s: operand %s must be contiguous and of input %s's dtype", op,
+        operand->ToString(), input.ToString());
+  }
+}
+
 }  // namespace
 
 void LayerNormKernel(cudaStream_t stream, const TensorBase& out,
@@ -414,6 +428,7 @@ void LayerNormKernel(cudaStream_t stream, const TensorBase& out,
   const int64_t rows = input.shape()[0];
   const int64_t d = input.shape()[1];
   if (rows == 0 || d == 0) return;
+  CheckOperands("layer_norm", input, {&out, &input, &gamma, &beta});
   DispatchFloating(input.dtype(), "layer_norm", [&]<class T>() {
     using C = ComputeType<T>;
     KINDLING_CHECK(
@@ -454,6 +469,8 @@ void LayerNormBackwardKernel(cudaStream_t stream, const TensorBase& input_grad,
   const int64_t rows = input.shape()[0];
   const int64_t d = input.shape()[1];
   if (rows == 0 || d == 0) return;
+  CheckOperands("layer_norm backward", input,
+                {&input_grad, &gamma_grad, &beta_grad, &grad, &input, &gamma});
   DispatchFloating(input.dtype(), "layer_norm backward", [&]<class T>() {
     using C = ComputeType<T>;
     KINDLING_CHECK(
