@@ -33,8 +33,7 @@ void MatmulKernel(const TensorBase& out, const TensorBase& lhs,
                   const TensorBase& rhs);
 
 // index.cc
-void CheckIndicesKernel(const TensorBase& index, int64_t bound,
-                        const char* op);
+void CheckIndicesKernel(const TensorBase& index, int64_t bound, const char* op);
 void IndexSelectKernel(const TensorBase& out, const TensorBase& in, int axis,
                        const TensorBase& index);
 void GatherKernel(const TensorBase& out, const TensorBase& in, int axis,
