@@ -113,6 +113,11 @@ class Backend {
   // 16-bit floats.
   virtual bool ComputesHalfNatively() const { return false; }
 
+  // IndexKernelsCheckRange() is true when IndexSelect and Gather check
+  // every index themselves, as CheckIndices() would (CUDA: index_fault.h),
+  // so the front end skips the separate CheckIndices() call before them.
+  virtual bool IndexKernelsCheckRange() const { return false; }
+
   // Copy(): out[i] = convert(in[i]) for one shape; `out` may be a strided
   // view (cat writes through narrowed views) and the dtypes may differ
   // (floats round to nearest even; float to integer truncates, saturates

@@ -126,6 +126,17 @@ void CheckIndexRange(const TensorBase& index, int64_t size, const char* op) {
   GetBackend(index.device()).CheckIndices(index, size, op);
 }
 
+// CheckPickRange() is CheckIndexRange() before an IndexSelect or Gather
+// writing `picked` elements, skipped where the backend's kernels check the
+// indices themselves (they run, and so check, only when picked > 0).
+void CheckPickRange(const TensorBase& index, int64_t size, int64_t picked,
+                    const char* op) {
+  if (picked > 0 && GetBackend(index.device()).IndexKernelsCheckRange()) {
+    return;
+  }
+  CheckIndexRange(index, size, op);
+}
+
 }  // namespace
 
 TensorBase IndexSelect(const TensorBase& in, int axis,
@@ -137,9 +148,9 @@ TensorBase IndexSelect(const TensorBase& in, int axis,
                  "index_select: index must be 1-D, got shape %s (input %s)",
                  index.shape().ToString(), in.shape().ToString());
   const int a = in.NormalizeAxis(axis, "index_select");
-  CheckIndexRange(index, in.shape()[a], "index_select");
   Shape shape = in.shape();
   shape[a] = index.shape()[0];
+  CheckPickRange(index, in.shape()[a], shape.num_elements(), "index_select");
   TensorBase result = TensorBase::Empty(shape, in.dtype(), in.device());
   if (result.numel() > 0) {
     GetBackend(in.device()).IndexSelect(result, in, a, index);
@@ -174,7 +185,7 @@ TensorBase Gather(const TensorBase& in, int axis, const TensorBase& index) {
                  "gather: index shape %s and input shape %s differ outside "
                  "axis %d",
                  index.shape().ToString(), in.shape().ToString(), a);
-  CheckIndexRange(index, in.shape()[a], "gather");
+  CheckPickRange(index, in.shape()[a], index.numel(), "gather");
   TensorBase result = TensorBase::Empty(index.shape(), in.dtype(), in.device());
   if (result.numel() > 0) GetBackend(in.device()).Gather(result, in, a, index);
   if (!autograd::ShouldRecord(in)) return result;

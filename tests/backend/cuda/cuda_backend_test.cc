@@ -22,6 +22,7 @@
 #include "kindling/backend/cuda/cuda_context.h"
 #include "kindling/tensor/backend.h"
 #include "kindling/tensor/device.h"
+#include "kindling/tensor/index_ops.h"
 #include "kindling/tensor/layer_norm_ops.h"
 #include "kindling/tensor/memory_stats.h"
 #include "kindling/tensor/ops.h"
@@ -858,6 +859,14 @@ TEST_F(CudaBackendTest, OutOfRangeIndicesSurfaceAtTheNextSynchronize) {
     EXPECT_EQ(0.0, rows[3 + j]);
     EXPECT_EQ(values[6 + j], rows[6 + j]);
   }
+
+  // Through the front end, which leaves the check to these kernels
+  // (IndexKernelsCheckRange): the same report, one launch.
+  EXPECT_TRUE(GetBackend(kGpu).IndexKernelsCheckRange());
+  const TensorBase picked =
+      ops::IndexSelect(table, 0, Indices({4}, {1}, DType::kI64, kGpu));
+  ExpectFault("index_select: index 4 out of range [0, 4) on cuda:0");
+  EXPECT_EQ(std::vector<double>(3, 0.0), Doubles(picked));
 
   // gather with a transposed (strided) i32 index holding one bad entry.
   const std::vector<int64_t> picks = {0, 3, 1, 2, 1, 7, 1, 2, 2, 0, 1, 3};

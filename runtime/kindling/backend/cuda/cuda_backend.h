@@ -23,6 +23,8 @@ class CudaBackend final : public Backend {
   // The element-wise, reduction, softmax and cuBLAS kernels load f16/bf16
   // themselves and compute in f32.
   bool ComputesHalfNatively() const override { return true; }
+  // IndexSelect and Gather report out-of-range indices (index_fault.h).
+  bool IndexKernelsCheckRange() const override { return true; }
   void Copy(const TensorBase& out, const TensorBase& in) override;
   void Fill(const TensorBase& out, double value) override;
   void Unary(UnaryOp op, const TensorBase& out, const TensorBase& in,
