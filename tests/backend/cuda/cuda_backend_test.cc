@@ -249,17 +249,30 @@ TEST_F(CudaBackendTest, UnaryOpsMatchOnFloatsAndIntegers) {
   ExpectBitEqual(cpu, gpu, "logical_not");
 }
 
+// The BinaryOps defined on numbers (not the logical ones).
+const BinaryOp kNumericBinaryOps[] = {
+    BinaryOp::kAdd,      BinaryOp::kSub,          BinaryOp::kMul,
+    BinaryOp::kDiv,      BinaryOp::kPow,          BinaryOp::kMaximum,
+    BinaryOp::kMinimum,  BinaryOp::kReluBackward, BinaryOp::kEqual,
+    BinaryOp::kNotEqual, BinaryOp::kLess,         BinaryOp::kLessEqual,
+    BinaryOp::kGreater,  BinaryOp::kGreaterEqual};
+
+// ExpectBinaryMatch(): a Binary or BinaryScalar result on both devices, bit
+// for bit for integer dtypes and comparisons, within `dtype`'s tolerance
+// otherwise.
+void ExpectBinaryMatch(const TensorBase& cpu, const TensorBase& gpu,
+                       BinaryOp op, DType dtype, const std::string& what) {
+  if (IsComparison(op) || (dtype != DType::kF32 && dtype != DType::kF64)) {
+    ExpectBitEqual(cpu, gpu, what);
+  } else {
+    ExpectClose(cpu, gpu, ToleranceOf(dtype), what);
+  }
+}
+
 TEST_F(CudaBackendTest, BinaryOpsBroadcastAndWorkInPlace) {
-  const BinaryOp ops[] = {
-      BinaryOp::kAdd,      BinaryOp::kSub,          BinaryOp::kMul,
-      BinaryOp::kDiv,      BinaryOp::kPow,          BinaryOp::kMaximum,
-      BinaryOp::kMinimum,  BinaryOp::kReluBackward, BinaryOp::kEqual,
-      BinaryOp::kNotEqual, BinaryOp::kLess,         BinaryOp::kLessEqual,
-      BinaryOp::kGreater,  BinaryOp::kGreaterEqual};
   for (DType dtype :
        {DType::kF32, DType::kF64, DType::kI64, DType::kI32, DType::kU8}) {
-    const bool integer = dtype != DType::kF32 && dtype != DType::kF64;
-    for (BinaryOp op : ops) {
+    for (BinaryOp op : kNumericBinaryOps) {
       const bool power = op == BinaryOp::kPow;
       for (bool in_place : {false, true}) {
         auto [cpu, gpu] = Both([&](const Device& device) {
@@ -284,11 +297,7 @@ TEST_F(CudaBackendTest, BinaryOpsBroadcastAndWorkInPlace) {
         const std::string what = "binary " +
                                  std::to_string(static_cast<int>(op)) + " " +
                                  Name(dtype) + (in_place ? " in place" : "");
-        if (integer || IsComparison(op)) {
-          ExpectBitEqual(cpu, gpu, what);
-        } else {
-          ExpectClose(cpu, gpu, ToleranceOf(dtype), what);
-        }
+        ExpectBinaryMatch(cpu, gpu, op, dtype, what);
       }
     }
   }
@@ -304,13 +313,6 @@ TEST_F(CudaBackendTest, BinaryOpsBroadcastAndWorkInPlace) {
     ExpectBitEqual(cpu, gpu, "bool binary");
   }
 }
-
-const BinaryOp kNumericBinaryOps[] = {
-    BinaryOp::kAdd,      BinaryOp::kSub,          BinaryOp::kMul,
-    BinaryOp::kDiv,      BinaryOp::kPow,          BinaryOp::kMaximum,
-    BinaryOp::kMinimum,  BinaryOp::kReluBackward, BinaryOp::kEqual,
-    BinaryOp::kNotEqual, BinaryOp::kLess,         BinaryOp::kLessEqual,
-    BinaryOp::kGreater,  BinaryOp::kGreaterEqual};
 
 // Scalars that round in the 16-bit floats and the integers (0.1, 300.7),
 // saturate (300.7 in u8, 3e9 in i32 and u8), overflow f16 (70000) or are
@@ -352,7 +354,6 @@ TEST_F(CudaBackendTest, BinaryScalarEqualsBinaryWithARankZeroOperand) {
 TEST_F(CudaBackendTest, BinaryScalarMatchesTheCpuAndWorksInPlace) {
   for (DType dtype :
        {DType::kF32, DType::kF64, DType::kI64, DType::kI32, DType::kU8}) {
-    const bool integer = dtype != DType::kF32 && dtype != DType::kF64;
     for (BinaryOp op : kNumericBinaryOps) {
       for (bool lhs : {false, true}) {
         for (bool in_place : {false, true}) {
@@ -372,11 +373,7 @@ TEST_F(CudaBackendTest, BinaryScalarMatchesTheCpuAndWorksInPlace) {
                                    std::to_string(static_cast<int>(op)) + " " +
                                    Name(dtype) + (lhs ? " lhs" : " rhs") +
                                    (in_place ? " in place" : "");
-          if (integer || IsComparison(op)) {
-            ExpectBitEqual(cpu, gpu, what);
-          } else {
-            ExpectClose(cpu, gpu, ToleranceOf(dtype), what);
-          }
+          ExpectBinaryMatch(cpu, gpu, op, dtype, what);
         }
       }
     }
