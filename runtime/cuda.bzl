@@ -164,11 +164,11 @@ _cuda_archive = rule(
     fragments = ["cpp"],
 )
 
-# Every CUDA library links the runtime; cuBLAS and cuRAND are small to link.
+# Every CUDA library links the runtime and cuBLAS. Nothing else: each library
+# linked is one the GPU host must provide (cuRAND, never called, was 132 MB).
 CUDA_LIBS = [
     "@cuda//:cudart",
     "@cuda//:cublas",
-    "@cuda//:curand",
 ]
 
 def kindling_cuda_library(
