@@ -63,7 +63,7 @@ void CopyKernel(cudaStream_t stream, const TensorBase& out,
   const StridedIndexer<2> indexer = IndexerOf<2>({&out, &in});
   if (out.dtype() == in.dtype()) {
     DispatchBySize(out.element_size(), [&]<class U>() {
-      LaunchStrided(stream, indexer,
+      LaunchStrided("ConvertOp", stream, indexer,
                     ConvertOp<U, U>{out.data_as<U>(), in.data_as<const U>()});
     });
     return;
@@ -71,7 +71,7 @@ void CopyKernel(cudaStream_t stream, const TensorBase& out,
   DispatchDType(out.dtype(), [&]<class To>() {
     DispatchDType(in.dtype(), [&]<class From>() {
       LaunchStrided(
-          stream, indexer,
+          "ConvertOp", stream, indexer,
           ConvertOp<To, From>{out.data_as<To>(), in.data_as<const From>()});
     });
   });
@@ -80,7 +80,7 @@ void CopyKernel(cudaStream_t stream, const TensorBase& out,
 void FillKernel(cudaStream_t stream, const TensorBase& out, double value) {
   const StridedIndexer<1> indexer = IndexerOf<1>({&out});
   DispatchDType(out.dtype(), [&]<class T>() {
-    LaunchStrided(stream, indexer,
+    LaunchStrided("FillOp", stream, indexer,
                   FillOp<T>{out.data_as<T>(), Convert<T>(value)});
   });
 }
@@ -270,7 +270,7 @@ struct LogicalNotOp {
 template <class T, class F>
 void RunUnary(cudaStream_t stream, const StridedIndexer<2>& indexer,
               const TensorBase& out, const TensorBase& in, F f) {
-  LaunchStrided(stream, indexer,
+  LaunchStrided("UnaryApplyOp", stream, indexer,
                 UnaryApplyOp<T, F>{out.data_as<T>(), in.data_as<const T>(), f});
 }
 
@@ -323,7 +323,7 @@ void UnaryKernel(cudaStream_t stream, UnaryOp op, const TensorBase& out,
                  const TensorBase& in, double arg0, double arg1) {
   const StridedIndexer<2> indexer = IndexerOf<2>({&out, &in});
   if (op == UnaryOp::kLogicalNot) {
-    LaunchStrided(stream, indexer,
+    LaunchStrided("LogicalNotOp", stream, indexer,
                   LogicalNotOp{out.data_as<bool>(), in.data_as<const bool>()});
     return;
   }
@@ -457,7 +457,7 @@ void RunBinary(cudaStream_t stream, const StridedIndexer<3>& indexer,
                const TensorBase& out, const TensorBase& lhs,
                const TensorBase& rhs, F f) {
   LaunchStrided(
-      stream, indexer,
+      "BinaryApplyOp", stream, indexer,
       BinaryApplyOp<TOut, T, F>{out.data_as<TOut>(), lhs.data_as<const T>(),
                                 rhs.data_as<const T>(), f});
 }
@@ -559,11 +559,11 @@ void RunBinaryScalar(cudaStream_t stream, const StridedIndexer<2>& indexer,
                      const TensorBase& out, const TensorBase& in, T scalar,
                      bool scalar_is_lhs, F f) {
   if (scalar_is_lhs) {
-    LaunchStrided(stream, indexer,
+    LaunchStrided("BinaryScalarApplyOp", stream, indexer,
                   BinaryScalarApplyOp<TOut, T, F, true>{
                       out.data_as<TOut>(), in.data_as<const T>(), scalar, f});
   } else {
-    LaunchStrided(stream, indexer,
+    LaunchStrided("BinaryScalarApplyOp", stream, indexer,
                   BinaryScalarApplyOp<TOut, T, F, false>{
                       out.data_as<TOut>(), in.data_as<const T>(), scalar, f});
   }
@@ -632,7 +632,7 @@ void WhereKernel(cudaStream_t stream, const TensorBase& out,
       IndexerOf<4>({&out, &condition, &on_true, &on_false});
   DispatchBySize(out.element_size(), [&]<class U>() {
     LaunchStrided(
-        stream, indexer,
+        "WhereOp", stream, indexer,
         WhereOp<U>{out.data_as<U>(), condition.data_as<const bool>(),
                    on_true.data_as<const U>(), on_false.data_as<const U>()});
   });

@@ -92,7 +92,7 @@ void Pick(cudaStream_t stream, const StridedIndexer<3>& indexer,
           int axis, const IndexFaultSink& sink) {
   DispatchIndex(index, sink.op, [&]<class I>() {
     DispatchBySize(out.element_size(), [&]<class U>() {
-      LaunchStrided(stream, indexer,
+      LaunchStrided("PickOp", stream, indexer,
                     PickOp<U, I>{out.data_as<U>(), in.data_as<const U>(),
                                  index.data_as<const I>(), in.strides()[axis],
                                  in.shape()[axis], sink});
@@ -105,7 +105,7 @@ void Pick(cudaStream_t stream, const StridedIndexer<3>& indexer,
 void CheckIndicesKernel(cudaStream_t stream, const TensorBase& index,
                         int64_t bound, const IndexFaultSink& sink) {
   DispatchIndex(index, sink.op, [&]<class I>() {
-    LaunchStrided(stream, IndexerOf<1>({&index}),
+    LaunchStrided("CheckOp", stream, IndexerOf<1>({&index}),
                   CheckOp<I>{index.data_as<const I>(), bound, sink});
   });
 }
@@ -157,7 +157,7 @@ void LaunchScatterAdd(cudaStream_t stream, const StridedIndexer<3>& indexer,
                       const TensorBase& src, const IndexFaultSink& sink) {
   DispatchIndex(index, sink.op, [&]<class I>() {
     LaunchStrided(
-        stream, indexer,
+        "ScatterAddOp", stream, indexer,
         ScatterAddOp<T, I>{out.data_as<T>(), src.data_as<const T>(),
                            index.data_as<const I>(), out.strides()[axis],
                            out.shape()[axis], sink});

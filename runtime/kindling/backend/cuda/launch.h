@@ -1,7 +1,9 @@
 // LaunchStrided(): the grid-stride element-wise launch every CUDA kernel
 // file shares. `op(offsets)` runs once per element of the indexer's shape
 // with each operand's element offset; ops are small structs holding typed
-// pointers and scalars, passed to the kernel by value.
+// pointers and scalars, passed to the kernel by value. `kernel` (a string
+// literal, usually the op's name) names the launch in error messages
+// (cuda_check.h).
 #ifndef KINDLING_BACKEND_CUDA_LAUNCH_H_
 #define KINDLING_BACKEND_CUDA_LAUNCH_H_
 
@@ -37,14 +39,14 @@ __global__ void StridedElementKernel(StridedIndexer<N> indexer, Op op) {
 }
 
 template <int N, class Op>
-void LaunchStrided(cudaStream_t stream, const StridedIndexer<N>& indexer,
-                   const Op& op) {
+void LaunchStrided(const char* kernel, cudaStream_t stream,
+                   const StridedIndexer<N>& indexer, const Op& op) {
   if (indexer.numel == 0) return;
   const LaunchGrid grid = GridFor(indexer.numel);
   StridedElementKernel<N, Op>
       <<<static_cast<unsigned>(grid.blocks), grid.threads, 0, stream>>>(indexer,
                                                                         op);
-  KINDLING_CUDA_CHECK(cudaGetLastError());
+  KINDLING_CUDA_CHECK_LAUNCH(kernel);
 }
 
 // ContiguousKernel: op(i) for i < count (every operand contiguous).
@@ -54,13 +56,14 @@ __global__ void ContiguousElementKernel(int64_t count, Op op) {
 }
 
 template <class Op>
-void LaunchContiguous(cudaStream_t stream, int64_t count, const Op& op) {
+void LaunchContiguous(const char* kernel, cudaStream_t stream, int64_t count,
+                      const Op& op) {
   if (count == 0) return;
   const LaunchGrid grid = GridFor(count);
   ContiguousElementKernel<Op>
       <<<static_cast<unsigned>(grid.blocks), grid.threads, 0, stream>>>(count,
                                                                         op);
-  KINDLING_CUDA_CHECK(cudaGetLastError());
+  KINDLING_CUDA_CHECK_LAUNCH(kernel);
 }
 
 }  // namespace kindling::cuda

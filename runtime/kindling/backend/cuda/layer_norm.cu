@@ -447,6 +447,7 @@ void LayerNormKernel(cudaStream_t stream, const TensorBase& out,
             <<<WarpRowBlocks(rows), dim3(kWarp, kWarpRows), 0, stream>>>(
                 x, gamma_data, beta_data, y, means, rstds, rows,
                 static_cast<int>(d), epsilon);
+        KINDLING_CUDA_CHECK_LAUNCH("LayerNormWarpRows");
       });
     } else {
       const bool cached = d * static_cast<int64_t>(sizeof(C)) <= kCacheBytes;
@@ -455,8 +456,8 @@ void LayerNormKernel(cudaStream_t stream, const TensorBase& out,
           <<<RowBlocks(rows), kRowThreads, cache_bytes, stream>>>(
               x, gamma_data, beta_data, y, means, rstds, rows, d, epsilon,
               cached);
+      KINDLING_CUDA_CHECK_LAUNCH("LayerNormBlockRows");
     }
-    KINDLING_CUDA_CHECK(cudaGetLastError());
   });
 }
 
@@ -491,6 +492,7 @@ void LayerNormBackwardKernel(cudaStream_t stream, const TensorBase& input_grad,
               <<<WarpRowBlocks(rows), dim3(kWarp, kWarpRows), 0, stream>>>(
                   dy, x, means, rstds, gamma_data, dx, rows,
                   static_cast<int>(d));
+          KINDLING_CUDA_CHECK_LAUNCH("LayerNormBackwardWarpRows");
         });
       } else {
         const bool cached =
@@ -499,8 +501,8 @@ void LayerNormBackwardKernel(cudaStream_t stream, const TensorBase& input_grad,
         LayerNormBackwardBlockRows<T>
             <<<RowBlocks(rows), kRowThreads, cache_bytes, stream>>>(
                 dy, x, means, rstds, gamma_data, dx, rows, d, cached);
+        KINDLING_CUDA_CHECK_LAUNCH("LayerNormBackwardBlockRows");
       }
-      KINDLING_CUDA_CHECK(cudaGetLastError());
     }
     if (!gamma_grad.defined() && !beta_grad.defined()) return;
     // The row chunks: a function of R only (see the file comment).
@@ -520,13 +522,13 @@ void LayerNormBackwardKernel(cudaStream_t stream, const TensorBase& input_grad,
     LayerNormParameterPartials<T><<<tiles, dim3(kWarp, kTileRows), 0, stream>>>(
         dy, x, means, rstds, rows, d, rows_per_chunk, gamma_partial,
         beta_partial);
-    KINDLING_CUDA_CHECK(cudaGetLastError());
+    KINDLING_CUDA_CHECK_LAUNCH("LayerNormParameterPartials");
     const LaunchGrid grid = GridFor(d);
     LayerNormParameterFinal<T>
         <<<static_cast<unsigned>(grid.blocks), grid.threads, 0, stream>>>(
             gamma_partial, beta_partial, chunks, d, DataOrNull<T>(gamma_grad),
             DataOrNull<T>(beta_grad));
-    KINDLING_CUDA_CHECK(cudaGetLastError());
+    KINDLING_CUDA_CHECK_LAUNCH("LayerNormParameterFinal");
   });
 }
 

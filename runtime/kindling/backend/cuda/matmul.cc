@@ -87,15 +87,16 @@ void RunGemm(cublasHandle_t handle, const GemmTypes& types,
   const void* beta = types.double_scalars ? static_cast<const void*>(&beta_d)
                                           : static_cast<const void*>(&beta_f);
   // Column-major C^T [n, m] = B^T [n, k] x A^T [k, m].
-  KINDLING_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-      handle, call.b_layout.transpose ? CUBLAS_OP_T : CUBLAS_OP_N,
-      call.a_layout.transpose ? CUBLAS_OP_T : CUBLAS_OP_N, AsInt(call.n, "N"),
-      AsInt(call.m, "M"), AsInt(call.k, "K"), alpha, call.b, types.data,
-      AsInt(call.b_layout.leading, "rhs leading dim"), call.b_batch_stride,
-      call.a, types.data, AsInt(call.a_layout.leading, "lhs leading dim"),
-      call.a_batch_stride, beta, call.c, types.data, AsInt(call.n, "ldc"),
-      call.m * call.n, AsInt(call.batch, "batch"), types.compute,
-      CUBLAS_GEMM_DEFAULT));
+  KINDLING_CUBLAS_LAUNCH(
+      cublasGemmStridedBatchedEx,
+      (handle, call.b_layout.transpose ? CUBLAS_OP_T : CUBLAS_OP_N,
+       call.a_layout.transpose ? CUBLAS_OP_T : CUBLAS_OP_N, AsInt(call.n, "N"),
+       AsInt(call.m, "M"), AsInt(call.k, "K"), alpha, call.b, types.data,
+       AsInt(call.b_layout.leading, "rhs leading dim"), call.b_batch_stride,
+       call.a, types.data, AsInt(call.a_layout.leading, "lhs leading dim"),
+       call.a_batch_stride, beta, call.c, types.data, AsInt(call.n, "ldc"),
+       call.m * call.n, AsInt(call.batch, "batch"), types.compute,
+       CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace

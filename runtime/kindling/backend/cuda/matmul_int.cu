@@ -73,7 +73,7 @@ void IntegerMatmulKernel(cudaStream_t stream, const TensorBase& out,
         <<<static_cast<unsigned>(grid.blocks), grid.threads, 0, stream>>>(
             batches, lhs.data_as<const T>(), a, rhs.data_as<const T>(), b,
             out.data_as<T>(), m, n, k);
-    KINDLING_CUDA_CHECK(cudaGetLastError());
+    KINDLING_CUDA_CHECK_LAUNCH("IntegerMatmul");
   };
   switch (lhs.dtype()) {
     case DType::kI64:

@@ -217,7 +217,7 @@ void SgdUpdateKernel(cudaStream_t stream, const TensorBase& param,
                           momentum,
                           momentum && scalars.nesterov};
     LaunchContiguous(
-        stream, param.numel(),
+        "SgdOp", stream, param.numel(),
         SgdOp<T>{param.data_as<T>(), grad.data_as<const T>(),
                  momentum ? momentum_buffer.data_as<T>() : nullptr, s});
   });
@@ -253,7 +253,7 @@ void AdamUpdateKernel(cudaStream_t stream, const TensorBase& param,
         decay && scalars.decoupled_weight_decay,
         scalars.amsgrad};
     LaunchContiguous(
-        stream, param.numel(),
+        "AdamOp", stream, param.numel(),
         AdamOp<T>{param.data_as<T>(), grad.data_as<const T>(),
                   exp_avg.data_as<T>(), exp_avg_sq.data_as<T>(),
                   scalars.amsgrad ? max_exp_avg_sq.data_as<T>() : nullptr, s});
@@ -279,10 +279,10 @@ double AbsPowerSumKernel(cudaStream_t stream, const TensorBase& in, double p) {
   DispatchFloating(in.dtype(), "AbsPowerSum", [&]<class T>() {
     AbsPowerPartial<T><<<blocks, kNormThreads, 0, stream>>>(
         in.data_as<const T>(), count, p, mode, partial);
-    KINDLING_CUDA_CHECK(cudaGetLastError());
+    KINDLING_CUDA_CHECK_LAUNCH("AbsPowerPartial");
   });
   AbsPowerFinal<<<1, kNormThreads, 0, stream>>>(partial, blocks, mode, result);
-  KINDLING_CUDA_CHECK(cudaGetLastError());
+  KINDLING_CUDA_CHECK_LAUNCH("AbsPowerFinal");
   double host = 0;
   KINDLING_CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof(double),
                                       cudaMemcpyDeviceToHost, stream));
@@ -297,7 +297,7 @@ void ScaleClampKernel(cudaStream_t stream, const TensorBase& inout,
   DispatchFloating(inout.dtype(), "ScaleClamp", [&]<class T>() {
     using C = ComputeType<T>;
     const C high = static_cast<C>(max_abs);
-    LaunchContiguous(stream, inout.numel(),
+    LaunchContiguous("ScaleClampOp", stream, inout.numel(),
                      ScaleClampOp<T>{inout.data_as<T>(), static_cast<C>(scale),
                                      -high, high});
   });

@@ -190,18 +190,20 @@ void FillRandomKernel(cudaStream_t stream, const TensorBase& out,
       case RandomDistribution::kUniform:
         UniformFill<T><<<blocks, grid.threads, 0, stream>>>(
             data, numel, key, offset, MakeUniformParams<T>(a, b));
+        KINDLING_CUDA_CHECK_LAUNCH("UniformFill");
         break;
       case RandomDistribution::kNormal:
         NormalFill<T><<<blocks, grid.threads, 0, stream>>>(
             data, numel, key, offset, static_cast<C>(a), static_cast<C>(b));
+        KINDLING_CUDA_CHECK_LAUNCH("NormalFill");
         break;
       case RandomDistribution::kBernoulli:
         BernoulliFill<T><<<blocks, grid.threads, 0, stream>>>(
             data, numel, key, offset, KeepThreshold(a), Convert<T>(b),
             Convert<T>(0.0));
+        KINDLING_CUDA_CHECK_LAUNCH("BernoulliFill");
         break;
     }
-    KINDLING_CUDA_CHECK(cudaGetLastError());
   });
 }
 
@@ -223,7 +225,7 @@ void DropoutKernel(cudaStream_t stream, const TensorBase& out,
         <<<static_cast<unsigned>(grid.blocks), grid.threads, 0, stream>>>(
             out.data_as<T>(), in_layout, in.data_as<const T>(), key, offset,
             threshold, kept);
-    KINDLING_CUDA_CHECK(cudaGetLastError());
+    KINDLING_CUDA_CHECK_LAUNCH("DropoutApply");
   });
 }
 

@@ -310,7 +310,8 @@ void LaunchSplitExtreme(cudaStream_t stream, const Device& device,
 
 // Launch(): a block per line or a thread per line.
 template <class BlockKernel, class ThreadKernel, class... Args>
-void LaunchLines(cudaStream_t stream, const StridedIndexer<2>& lines,
+void LaunchLines(const char* block_name, const char* thread_name,
+                 cudaStream_t stream, const StridedIndexer<2>& lines,
                  bool block_per_line, BlockKernel block_kernel,
                  ThreadKernel thread_kernel, Args... args) {
   if (lines.numel == 0) return;
@@ -319,12 +320,13 @@ void LaunchLines(cudaStream_t stream, const StridedIndexer<2>& lines,
         lines.numel < kMaxGridBlocks ? lines.numel : kMaxGridBlocks;
     block_kernel<<<static_cast<unsigned>(blocks), kLineThreads, 0, stream>>>(
         lines, args...);
+    KINDLING_CUDA_CHECK_LAUNCH(block_name);
   } else {
     const LaunchGrid grid = GridFor(lines.numel);
     thread_kernel<<<static_cast<unsigned>(grid.blocks), grid.threads, 0,
                     stream>>>(lines, args...);
+    KINDLING_CUDA_CHECK_LAUNCH(thread_name);
   }
-  KINDLING_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace
@@ -367,17 +369,19 @@ void ReduceKernel(cudaStream_t stream, ReduceOp op, const TensorBase& out,
     switch (op) {
       case ReduceOp::kSum:
       case ReduceOp::kMean:
-        return LaunchLines(stream, lines, block, SumLinesBlock<T>,
-                           SumLinesThread<T>, input, values, n, stride,
-                           op == ReduceOp::kMean);
+        return LaunchLines("SumLinesBlock", "SumLinesThread", stream, lines,
+                           block, SumLinesBlock<T>, SumLinesThread<T>, input,
+                           values, n, stride, op == ReduceOp::kMean);
       case ReduceOp::kMax:
       case ReduceOp::kArgMax:
-        return LaunchLines(stream, lines, block, ExtremeLinesBlock<T, true>,
+        return LaunchLines("ExtremeLinesBlock", "ExtremeLinesThread", stream,
+                           lines, block, ExtremeLinesBlock<T, true>,
                            ExtremeLinesThread<T, true>, input, values, indices,
                            n, stride);
       case ReduceOp::kMin:
       case ReduceOp::kArgMin:
-        return LaunchLines(stream, lines, block, ExtremeLinesBlock<T, false>,
+        return LaunchLines("ExtremeLinesBlock", "ExtremeLinesThread", stream,
+                           lines, block, ExtremeLinesBlock<T, false>,
                            ExtremeLinesThread<T, false>, input, values, indices,
                            n, stride);
     }

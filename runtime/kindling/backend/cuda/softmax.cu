@@ -135,13 +135,14 @@ void SoftmaxKernel(cudaStream_t stream, const TensorBase& out,
       SoftmaxLinesBlock<T>
           <<<static_cast<unsigned>(blocks), kLineThreads, 0, stream>>>(
               lines, x, y, n, in_stride, out_stride, log);
+      KINDLING_CUDA_CHECK_LAUNCH("SoftmaxLinesBlock");
     } else {
       const LaunchGrid grid = GridFor(lines.numel);
       SoftmaxLinesThread<T>
           <<<static_cast<unsigned>(grid.blocks), grid.threads, 0, stream>>>(
               lines, x, y, n, in_stride, out_stride, log);
+      KINDLING_CUDA_CHECK_LAUNCH("SoftmaxLinesThread");
     }
-    KINDLING_CUDA_CHECK(cudaGetLastError());
   });
 }
 
