@@ -200,8 +200,14 @@ BENCHMARK(BM_CudaLayerNormBackwardF32)->UseManualTime();
 }  // namespace kindling
 
 int main(int argc, char** argv) {
-  if (kindling::cuda::CudaDeviceCount() == 0) {
-    std::printf("cuda_kernels_bench: no CUDA device visible, nothing run\n");
+  const kindling::cuda::GpuCheck gpu = kindling::cuda::CheckCudaDevices(1);
+  if (gpu.verdict == kindling::cuda::GpuVerdict::kFail) {
+    std::fprintf(stderr, "cuda_kernels_bench: %s\n", gpu.message.c_str());
+    return 1;
+  }
+  if (gpu.verdict == kindling::cuda::GpuVerdict::kSkip) {
+    std::printf("cuda_kernels_bench: skipped, nothing run: %s\n",
+                gpu.message.c_str());
     return 0;
   }
   benchmark::Initialize(&argc, argv);

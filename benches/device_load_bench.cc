@@ -145,8 +145,10 @@ double PcieSeconds(int64_t bytes) {
 
 void BM_LoadIntoDevice(benchmark::State& state) {
 #if KINDLING_BENCH_CUDA
-  if (kindling::cuda::CudaDeviceCount() == 0) {
-    state.SkipWithError("no CUDA device visible: the load was not run");
+  if (const kindling::cuda::GpuCheck gpu = kindling::cuda::CheckCudaDevices(1);
+      gpu.verdict != kindling::cuda::GpuVerdict::kRun) {
+    // Reported as an error either way: the GPU runner fails on any.
+    state.SkipWithError(("the load was not run: " + gpu.message).c_str());
     return;
   }
 #endif

@@ -2,21 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "kindling/backend/cuda/cuda_check.h"
+#include "tests/backend/cuda/gpu_test_support.h"
 #include "tests/backend/cuda/test_kernels.h"
 
 namespace kindling::cuda {
 namespace {
-
-#define SKIP_WITHOUT_CUDA_DEVICE()                                             \
-  if (CudaDeviceCount() == 0) {                                                \
-    GTEST_SKIP() << "no CUDA device visible: cudaGetDeviceCount reports none " \
-                    "(or there is no driver)";                                 \
-  }
 
 TEST(CudaStatus, SuccessIsOk) {
   EXPECT_TRUE(CudaStatus(cudaSuccess, "cudaMalloc").ok());
@@ -40,6 +37,47 @@ TEST(CudaStatus, NamesTheLastKernelLaunchedOnThisThread) {
       CudaStatus(cudaErrorIllegalAddress, "cudaDeviceSynchronize");
   EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
   EXPECT_NE(status.message().find("SomeKernel"), std::string::npos) << status;
+}
+
+TEST(CudaStatus, ListsTheRecentLaunchesOldestFirst) {
+  for (int i = 0; i < internal::kRecentLaunches + 2; ++i) {
+    internal::NoteKernelLaunch(i % 2 == 0 ? "EvenKernel" : "OddKernel");
+  }
+  internal::NoteKernelLaunch("NewestKernel");
+  EXPECT_STREQ(internal::LastKernelLaunch(), "NewestKernel");
+  const std::string recent = internal::RecentKernelLaunches();
+  // kRecentLaunches names: the newest last, the oldest ones dropped.
+  EXPECT_EQ(std::count(recent.begin(), recent.end(), ','),
+            internal::kRecentLaunches - 1)
+      << recent;
+  EXPECT_TRUE(recent.ends_with("OddKernel, NewestKernel")) << recent;
+  const absl::Status status =
+      CudaStatus(cudaErrorIllegalAddress, "cudaStreamSynchronize");
+  EXPECT_NE(status.message().find(recent), std::string::npos) << status;
+}
+
+TEST(CudaStatus, ALaunchOnAnotherThreadIsNotListed) {
+  internal::NoteKernelLaunch("MainThreadKernel");
+  std::thread([] {
+    EXPECT_STREQ(internal::LastKernelLaunch(), "none");
+    EXPECT_EQ(internal::RecentKernelLaunches(), "none");
+  }).join();
+}
+
+TEST(CudaAvailability, AgreesWithTheDeviceCountAndSaysWhy) {
+  const absl::Status& availability = CudaAvailability();
+  if (availability.ok()) {
+    EXPECT_GT(CudaDeviceCount(), 0);
+    return;
+  }
+  EXPECT_EQ(CudaDeviceCount(), 0);
+  const std::string message(availability.message());
+  if (absl::IsNotFound(availability)) {
+    EXPECT_TRUE(message.starts_with("no CUDA device visible: ")) << message;
+  } else {
+    EXPECT_EQ(availability.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_TRUE(message.starts_with("CUDA failed to initialize: ")) << message;
+  }
 }
 
 TEST(CudaStatus, NoDeviceIsFailedPrecondition) {
@@ -73,7 +111,7 @@ TEST(CudaContextDeathTest, OutOfRangeDeviceAbortsNamingIt) {
 }
 
 TEST(CudaDeviceGuard, SetsAndRestoresTheCurrentDevice) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  KINDLING_NEED_CUDA_DEVICES(1);
   const int last = CudaDeviceCount() - 1;
   int before = -1;
   ASSERT_EQ(cudaGetDevice(&before), cudaSuccess);
@@ -89,7 +127,7 @@ TEST(CudaDeviceGuard, SetsAndRestoresTheCurrentDevice) {
 }
 
 TEST(CurrentCudaStream, DefaultIsOneNonBlockingStreamSharedByThreads) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  KINDLING_NEED_CUDA_DEVICES(1);
   const cudaStream_t main_stream = CurrentCudaStream(0);
   ASSERT_NE(main_stream, nullptr);
   unsigned flags = 0;
@@ -101,7 +139,7 @@ TEST(CurrentCudaStream, DefaultIsOneNonBlockingStreamSharedByThreads) {
 }
 
 TEST(CudaStreamGuard, IsPerThreadAndRestores) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  KINDLING_NEED_CUDA_DEVICES(1);
   CudaDeviceGuard device(0);
   cudaStream_t mine = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking),
@@ -118,7 +156,7 @@ TEST(CudaStreamGuard, IsPerThreadAndRestores) {
 }
 
 TEST(CublasHandle, IsBoundToTheCurrentStream) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  KINDLING_NEED_CUDA_DEVICES(1);
   CudaDeviceGuard device(0);
   cudaStream_t mine = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking),
@@ -135,7 +173,7 @@ TEST(CublasHandle, IsBoundToTheCurrentStream) {
 }
 
 TEST(CudaKernels, RunInOrderOnTheCurrentStream) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  KINDLING_NEED_CUDA_DEVICES(1);
   CudaDeviceGuard device(0);
   constexpr int64_t kCount = 1 << 20;
   float* data = nullptr;

@@ -10,15 +10,10 @@
 #include "kindling/backend/cuda/pinned_staging.h"
 #include "kindling/tensor/device.h"
 #include "kindling/tensor/device_memory.h"
+#include "tests/backend/cuda/gpu_test_support.h"
 
 namespace kindling::cuda {
 namespace {
-
-#define SKIP_WITHOUT_CUDA_DEVICE()                                        \
-  if (CudaDeviceCount() == 0) {                                           \
-    GTEST_SKIP() << "no CUDA device visible: cudaGetDeviceCount reports " \
-                    "none (or there is no driver)";                       \
-  }
 
 TEST(CudaDeviceMemory, IsRegisteredForCudaByLinkingTheRuntime) {
   EXPECT_TRUE(HasDeviceMemory(DeviceKind::kCuda));
@@ -35,7 +30,7 @@ std::vector<int32_t> Iota() {
 }
 
 TEST(CudaDeviceMemory, HostToDeviceToDeviceToHostRoundTrips) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  KINDLING_NEED_CUDA_DEVICES(1);
   const Device cuda = Device::Cuda(0);
   const size_t nbytes = kCount * sizeof(int32_t);
   DeviceMemory& memory = GetDeviceMemory(cuda);
@@ -53,7 +48,7 @@ TEST(CudaDeviceMemory, HostToDeviceToDeviceToHostRoundTrips) {
 }
 
 TEST(CudaDeviceMemory, FreedBlockIsCachedAndReused) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  KINDLING_NEED_CUDA_DEVICES(1);
   const Device cuda = Device::Cuda(0);
   DeviceMemory& memory = GetDeviceMemory(cuda);
   void* first = memory.Allocate(cuda, 3 << 20);
@@ -66,10 +61,7 @@ TEST(CudaDeviceMemory, FreedBlockIsCachedAndReused) {
 }
 
 TEST(CudaDeviceMemory, PeerCopyBetweenTwoDevices) {
-  if (CudaDeviceCount() < 2) {
-    GTEST_SKIP() << "fewer than two CUDA devices visible (" << CudaDeviceCount()
-                 << "): no peer copy to test";
-  }
+  KINDLING_NEED_CUDA_DEVICES(2);
   const size_t nbytes = kCount * sizeof(int32_t);
   const Device zero = Device::Cuda(0);
   const Device one = Device::Cuda(1);

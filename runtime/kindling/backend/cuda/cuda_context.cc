@@ -1,5 +1,7 @@
 #include "kindling/backend/cuda/cuda_context.h"
 
+#include <dlfcn.h>
+
 #include <array>
 #include <atomic>
 #include <memory>
@@ -50,27 +52,86 @@ thread_local ThreadCublasHandles thread_cublas_handles;
 std::atomic<IndexFault*> host_index_faults{nullptr};
 thread_local std::array<cudaStream_t, kMaxDevices> thread_streams{};
 
+// What CUDA said when first asked for its devices.
+struct CudaProbe {
+  absl::Status status;
+  int devices = 0;
+};
+
+// DriverLibraryError() is "" when the NVIDIA driver's library loads, else
+// dlerror()'s reason. The CUDA runtime reports a missing driver as
+// cudaErrorInsufficientDriver, the same code as a driver too old for it, so
+// the library is looked for first to tell the two apart.
+std::string DriverLibraryError() {
+  void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (driver == nullptr) {
+    const char* reason = dlerror();
+    return reason != nullptr ? reason : "libcuda.so.1: cannot be loaded";
+  }
+  // Left loaded: the CUDA runtime loads the same library.
+  return "";
+}
+
+CudaProbe ProbeCuda() {
+  CudaProbe probe;
+  int devices = 0;
+  const cudaError_t error = cudaGetDeviceCount(&devices);
+  if (error == cudaSuccess && devices > 0) {
+    probe.devices = devices < kMaxDevices ? devices : kMaxDevices;
+    return probe;
+  }
+  // Clear the error so later calls don't see it.
+  (void)cudaGetLastError();
+  if (error == cudaSuccess || error == cudaErrorNoDevice) {
+    probe.status = absl::NotFoundError(
+        "no CUDA device visible: the NVIDIA driver reports no device");
+    return probe;
+  }
+  const std::string driver_error = DriverLibraryError();
+  if (error == cudaErrorInsufficientDriver && !driver_error.empty()) {
+    probe.status = absl::NotFoundError(absl::StrFormat(
+        "no CUDA device visible: no NVIDIA driver installed (%s)",
+        driver_error));
+    return probe;
+  }
+  int driver_version = 0;
+  int runtime_version = 0;
+  (void)cudaDriverGetVersion(&driver_version);
+  (void)cudaRuntimeGetVersion(&runtime_version);
+  (void)cudaGetLastError();
+  probe.status = absl::FailedPreconditionError(absl::StrFormat(
+      "CUDA failed to initialize: %s: %s (cudaGetDeviceCount; driver "
+      "supports CUDA %d.%d, runtime is CUDA %d.%d)",
+      cudaGetErrorName(error), cudaGetErrorString(error), driver_version / 1000,
+      driver_version % 1000 / 10, runtime_version / 1000,
+      runtime_version % 1000 / 10));
+  return probe;
+}
+
+const CudaProbe& TheCudaProbe() {
+  static const CudaProbe* probe = new CudaProbe(ProbeCuda());
+  return *probe;
+}
+
 }  // namespace
 
-int CudaDeviceCount() {
-  static const int count = [] {
-    int devices = 0;
-    const cudaError_t error = cudaGetDeviceCount(&devices);
-    if (error != cudaSuccess) {
-      // No driver or no device: clear the error so later calls don't see it.
-      (void)cudaGetLastError();
-      return 0;
-    }
-    return devices < kMaxDevices ? devices : kMaxDevices;
-  }();
-  return count;
+const absl::Status& CudaAvailability() { return TheCudaProbe().status; }
+
+int CudaDeviceCount() { return TheCudaProbe().devices; }
+
+GpuCheck CheckCudaDevices(int needed) {
+  return DecideGpuCheck(CudaAvailability(), CudaDeviceCount(), RequiredGpus(),
+                        needed);
 }
 
 void CheckCudaDeviceIndex(int index) {
   const int count = CudaDeviceCount();
   KINDLING_CHECK(index >= 0 && index < count,
-                 "cuda:%d does not exist: %d CUDA device(s) visible", index,
-                 count);
+                 "cuda:%d does not exist: %d CUDA device(s) visible%s", index,
+                 count,
+                 CudaAvailability().ok()
+                     ? ""
+                     : " (" + std::string(CudaAvailability().message()) + ")");
 }
 
 CudaDeviceGuard::CudaDeviceGuard(int index) : previous_(-1), current_(index) {

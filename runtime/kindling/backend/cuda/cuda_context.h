@@ -36,12 +36,32 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "kindling/backend/cuda/gpu_requirement.h"
 #include "kindling/backend/cuda/index_fault.h"
 
 namespace kindling::cuda {
 
-// CudaDeviceCount() is the number of visible CUDA devices: 0, without
-// aborting, when there is no driver or no device. Queried once per process.
+// CudaAvailability() says whether this process can use CUDA, probed once:
+//   * OK: at least one device is visible (CudaDeviceCount() of them);
+//   * NotFound: "no CUDA device visible: ...": no NVIDIA driver is installed
+//     (libcuda.so.1 cannot be loaded) or the driver sees no device (none
+//     present, CUDA_VISIBLE_DEVICES empty, MIG without an instance);
+//   * FailedPrecondition: "CUDA failed to initialize: <error name>: ...":
+//     a driver is there but CUDA cannot use it (driver older than the
+//     runtime, driver/library mismatch, devices busy or unavailable, ...).
+// Tests and benches must tell the two failures apart: the first is a machine
+// without a GPU, the second a broken GPU machine, which must never look like
+// "all skipped, all green" (gpu_requirement.h).
+[[nodiscard]] const absl::Status& CudaAvailability();
+
+// CheckCudaDevices() decides whether a GPU test or benchmark needing
+// `needed` devices runs, skips or fails in this process
+// (gpu_requirement.h: DecideGpuCheck with CudaAvailability(),
+// CudaDeviceCount() and KINDLING_REQUIRE_GPU).
+GpuCheck CheckCudaDevices(int needed = 1);
+
+// CudaDeviceCount() is the number of usable CUDA devices: 0, without
+// aborting, whenever CudaAvailability() is not OK.
 int CudaDeviceCount();
 
 // CheckCudaDeviceIndex() aborts, naming the index and the device count,
