@@ -69,8 +69,14 @@ struct OrderedData {
 
 const OrderedData& Data() {
   static const OrderedData* ordered = [] {
+    // KINDLING_TRAIN_BENCH_DATA: another directory of the IDX files (the GPU
+    // bundle carries a subset).
+    data::MnistOptions mnist;
+    if (const char* dir = std::getenv("KINDLING_TRAIN_BENCH_DATA")) {
+      mnist.directory = dir;
+    }
     absl::StatusOr<data::ImageDataset> full =
-        data::LoadMnistLike(data::MnistSplit::kTrain);
+        data::LoadMnistLike(data::MnistSplit::kTrain, mnist);
     if (!full.ok()) {
       std::fprintf(stderr, "%s\n", full.status().ToString().c_str());
       std::exit(1);
@@ -103,6 +109,14 @@ double PeakRssMib() {
   return usage.ru_maxrss / 1024.0;
 }
 
+// PeerPython() is the interpreter of the PyTorch peer: $KINDLING_PEER_PYTHON,
+// else Debian's /usr/bin/python3 (the GPU bundle's runner points it at the
+// GPU machine's PyTorch).
+std::string PeerPython() {
+  const char* python = std::getenv("KINDLING_PEER_PYTHON");
+  return python != nullptr && python[0] != '\0' ? python : "/usr/bin/python3";
+}
+
 struct PeerResult {
   double epoch_seconds = 0;
   double peak_rss_mib = 0;
@@ -114,7 +128,7 @@ struct PeerResult {
 std::optional<PeerResult> RunTorch(const std::string& model,
                                    const std::string& device = "cpu") {
   const std::string command =
-      "/usr/bin/python3 benches/peers/train_torch.py --model " + model +
+      PeerPython() + " benches/peers/train_torch.py --model " + model +
       " --threads " + std::to_string(train::CpuThreads()) + " --batch_size " +
       std::to_string(kBatch) + " --order " + Data().order_file + " --device " +
       device;
@@ -207,10 +221,9 @@ void TrainEpoch(benchmark::State& state, const std::string& peer_model,
 // NoGpuReason() is why the device benchmarks cannot run here, or "".
 std::string NoGpuReason() {
 #if KINDLING_BENCH_CUDA
-  if (kindling::cuda::CudaDeviceCount() == 0) {
-    return "no CUDA device visible: the GPU epoch was not run";
-  }
-  return "";
+  const kindling::cuda::GpuCheck gpu = kindling::cuda::CheckCudaDevices(1);
+  if (gpu.verdict == kindling::cuda::GpuVerdict::kRun) return "";
+  return "the GPU epoch was not run: " + gpu.message;
 #else
   return "built without --config=cuda: the GPU epoch was not run";
 #endif

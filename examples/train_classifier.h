@@ -72,10 +72,11 @@ int TrainClassifier(const std::string& name, const MakeModel& make_model,
                  std::string(device.status().message()).c_str());
     return 2;
   }
+  const data::MnistOptions mnist{.directory = absl::GetFlag(FLAGS_data_dir)};
   absl::StatusOr<data::ImageDataset> train_set =
-      data::LoadMnistLike(data::MnistSplit::kTrain);
+      data::LoadMnistLike(data::MnistSplit::kTrain, mnist);
   absl::StatusOr<data::ImageDataset> test_set =
-      data::LoadMnistLike(data::MnistSplit::kTest);
+      data::LoadMnistLike(data::MnistSplit::kTest, mnist);
   if (!train_set.ok() || !test_set.ok()) {
     std::fprintf(stderr, "loading Fashion-MNIST failed: %s %s\n",
                  train_set.status().ToString().c_str(),

@@ -15,6 +15,9 @@ ABSL_FLAG(uint64_t, seed, 42, "seed of initialization, data order, dropout");
 ABSL_FLAG(bool, resume, false, "continue from the latest checkpoint");
 ABSL_FLAG(int64_t, max_steps, 0,
           "stop after this many steps in total (0: no limit)");
+ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
+          "directory of the Fashion-MNIST IDX files (Debian's "
+          "dataset-fashion-mnist puts them in the default)");
 ABSL_FLAG(std::string, device, "cpu",
           "where the model, its batches and training live: cpu, cuda or "
           "cuda:N (cuda needs a build with --config=cuda)");

@@ -17,6 +17,7 @@ ABSL_DECLARE_FLAG(int, threads);
 ABSL_DECLARE_FLAG(uint64_t, seed);
 ABSL_DECLARE_FLAG(bool, resume);
 ABSL_DECLARE_FLAG(int64_t, max_steps);
+ABSL_DECLARE_FLAG(std::string, data_dir);
 ABSL_DECLARE_FLAG(std::string, device);
 
 #endif  // KINDLING_EXAMPLES_TRAIN_FLAGS_H_
