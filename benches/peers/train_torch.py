@@ -12,6 +12,7 @@ without CUDA it prints why and exits 3.
 import argparse
 import gzip
 import json
+import os
 import resource
 import struct
 import sys
@@ -21,7 +22,10 @@ import numpy as np
 import torch
 from torch import nn
 
-DATA = "/usr/share/datasets/fashion-mnist"
+# KINDLING_TRAIN_BENCH_DATA: the same directory train_bench reads (the GPU
+# bundle carries a subset); Debian's dataset-fashion-mnist by default.
+DATA = os.environ.get("KINDLING_TRAIN_BENCH_DATA",
+                      "/usr/share/datasets/fashion-mnist")
 MEAN, STD = 0.2860, 0.3530  # as kindling::data::LoadMnistLike
 
 
