@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -172,6 +173,134 @@ TEST(CudaAllocator, RecordStreamOnTheOwnStreamAddsNoEvent) {
   EXPECT_EQ(device.records(), 0);
 }
 
+TEST(CudaAllocator, RecordStreamOnTheOwnStreamIsANoOpWithSeveralStreamsInUse) {
+  FakeDeviceApi device(64 * kMiB);
+  CudaAllocator allocator(&device, TestOptions());
+  void* on_a = MustAllocate(allocator, 2 * kMiB, kStreamA);
+  void* on_b = MustAllocate(allocator, 2 * kMiB, kStreamB);  // a 2nd stream
+  allocator.RecordStream(on_a, kStreamA);
+  allocator.RecordStream(static_cast<char*>(on_b) + 100, kStreamB);
+  allocator.Deallocate(on_a);
+  allocator.Deallocate(on_b);
+  EXPECT_EQ(allocator.stats().pending_blocks, 0u);
+  EXPECT_EQ(device.records(), 0);
+}
+
+TEST(CudaAllocator, InteriorPointerRecordsTheBlockHoldingIt) {
+  FakeDeviceApi device(64 * kMiB);
+  CudaAllocator allocator(&device, TestOptions());
+  void* before = MustAllocate(allocator, 1000, kStreamA);
+  void* block = MustAllocate(allocator, 3 * kMiB, kStreamA);
+  void* after = MustAllocate(allocator, 1000, kStreamA);
+  // A view's first element, and the block's last byte.
+  allocator.RecordStream(static_cast<char*>(block) + 4096, kStreamB);
+  allocator.RecordStream(static_cast<char*>(block) + 3 * kMiB - 1, kStreamC);
+  allocator.Deallocate(before);
+  allocator.Deallocate(after);
+  EXPECT_EQ(allocator.stats().pending_blocks, 0u);  // only `block` was used
+  allocator.Deallocate(block);
+  EXPECT_EQ(allocator.stats().pending_blocks, 1u);
+  EXPECT_EQ(device.records(), 2);  // one event on B, one on C
+  device.FinishStream(kStreamB);
+  device.FinishStream(kStreamC);
+  EXPECT_EQ(MustAllocate(allocator, 3 * kMiB, kStreamA), block);
+  allocator.Deallocate(block);
+}
+
+TEST(CudaAllocator, AddressesInNoBlockAreIgnored) {
+  FakeDeviceApi device(64 * kMiB);
+  CudaAllocator allocator(&device, TestOptions());
+  void* block = MustAllocate(allocator, 2 * kMiB, kStreamA);
+  int on_the_host = 0;
+  // Memory the allocator does not own (borrowed), one past the block's end
+  // (an empty view at its end), and nullptr (an empty tensor).
+  allocator.RecordStream(&on_the_host, kStreamB);
+  allocator.RecordStream(static_cast<char*>(block) + 2 * kMiB, kStreamB);
+  allocator.RecordStream(nullptr, kStreamB);
+  allocator.Deallocate(block);
+  EXPECT_EQ(allocator.stats().pending_blocks, 0u);
+  EXPECT_EQ(device.records(), 0);
+}
+
+TEST(CudaAllocator, BlockUsedOnSeveralStreamsWaitsForEachOfThem) {
+  FakeDeviceApi device(64 * kMiB);
+  CudaAllocator allocator(&device, TestOptions());
+  void* block = MustAllocate(allocator, 2 * kMiB, kStreamA);
+  allocator.RecordStream(block, kStreamB);
+  allocator.RecordStream(block, kStreamC);
+  allocator.RecordStream(block, kStreamB);  // recorded once per stream
+  allocator.Deallocate(block);
+  EXPECT_EQ(device.records(), 2);
+  device.FinishStream(kStreamB);
+  void* while_c_runs = MustAllocate(allocator, 2 * kMiB, kStreamA);
+  EXPECT_NE(while_c_runs, block);
+  EXPECT_EQ(allocator.stats().pending_blocks, 1u);
+  device.FinishStream(kStreamC);
+  void* after_c = MustAllocate(allocator, 2 * kMiB, kStreamA);
+  EXPECT_EQ(after_c, block);
+  allocator.Deallocate(while_c_runs);
+  allocator.Deallocate(after_c);
+}
+
+TEST(CudaAllocator, HeldBackBlockGoesBackToItsOwnStreamOnceReleased) {
+  FakeDeviceApi device(64 * kMiB);
+  CudaAllocator allocator(&device, TestOptions());
+  void* block = MustAllocate(allocator, 2 * kMiB, kStreamA);
+  allocator.RecordStream(block, kStreamB);
+  allocator.Deallocate(block);
+  device.FinishStream(kStreamB);
+  // Released, it is free on A again: B takes it through an event on A.
+  void* on_b = MustAllocate(allocator, 2 * kMiB, kStreamB);
+  EXPECT_EQ(on_b, block);
+  ASSERT_EQ(device.waits().size(), 1u);
+  EXPECT_EQ(device.waits()[0].first, kStreamB);
+  EXPECT_EQ(device.waits()[0].second, kStreamA);
+  allocator.Deallocate(on_b);
+}
+
+TEST(CudaAllocator, PendingBlocksCountHeldBackBlocksAsCached) {
+  FakeDeviceApi device(64 * kMiB);
+  CudaAllocator allocator(&device, TestOptions());
+  void* first = MustAllocate(allocator, 2 * kMiB, kStreamA);
+  void* second = MustAllocate(allocator, 4 * kMiB, kStreamA);
+  allocator.RecordStream(first, kStreamB);
+  allocator.RecordStream(second, kStreamC);
+  allocator.Deallocate(first);
+  allocator.Deallocate(second);
+  CudaAllocatorStats stats = allocator.stats();
+  EXPECT_EQ(stats.pending_blocks, 2u);
+  EXPECT_EQ(stats.allocated_bytes, 0u);
+  EXPECT_EQ(stats.cached_bytes, 6 * kMiB);
+  device.FinishStream(kStreamB);
+  void* again = MustAllocate(allocator, 2 * kMiB, kStreamA);  // releases
+  EXPECT_EQ(again, first);
+  stats = allocator.stats();
+  EXPECT_EQ(stats.pending_blocks, 1u);
+  EXPECT_EQ(stats.allocated_bytes, 2 * kMiB);
+  EXPECT_EQ(stats.cached_bytes, 4 * kMiB);
+  EXPECT_EQ(stats.device_mallocs, 2);
+  allocator.Deallocate(again);
+}
+
+// The lock-free no-op must not hide a block of a second stream: once any
+// block was allocated on B, a record on A (the first stream) looks it up.
+TEST(CudaAllocator, RecordOnTheFirstStreamOfABlockFromASecondStreamHoldsIt) {
+  FakeDeviceApi device(64 * kMiB);
+  CudaAllocator allocator(&device, TestOptions());
+  void* on_a = MustAllocate(allocator, 2 * kMiB, kStreamA);
+  allocator.Deallocate(on_a);
+  // B takes A's block (cross-stream reuse): it now belongs to B.
+  void* on_b = MustAllocate(allocator, 2 * kMiB, kStreamB);
+  ASSERT_EQ(on_b, on_a);
+  allocator.RecordStream(on_b, kStreamA);
+  allocator.Deallocate(on_b);
+  EXPECT_EQ(allocator.stats().pending_blocks, 1u);
+  void* while_a_runs = MustAllocate(allocator, 2 * kMiB, kStreamB);
+  EXPECT_NE(while_a_runs, on_b);
+  EXPECT_EQ(allocator.stats().device_mallocs, 2);
+  allocator.Deallocate(while_a_runs);
+}
+
 TEST(CudaAllocator, CountsAllocatedReservedAndCachedBytes) {
   FakeDeviceApi device(64 * kMiB);
   CudaAllocator allocator(&device, TestOptions());
@@ -272,6 +401,15 @@ TEST(CudaAllocatorDeathTest, DoubleFreeAbortsNamingTheBlock) {
   EXPECT_DEATH(allocator.Deallocate(block), "not a live block");
 }
 
+TEST(CudaAllocatorDeathTest, RecordStreamOnAFreedBlockAbortsNamingIt) {
+  FakeDeviceApi device(64 * kMiB);
+  CudaAllocator allocator(&device, TestOptions());
+  void* block = MustAllocate(allocator, kMiB, kStreamA);
+  allocator.Deallocate(block);
+  EXPECT_DEATH(allocator.RecordStream(static_cast<char*>(block) + 8, kStreamB),
+               "which is not live \\(used after it was freed\\)");
+}
+
 TEST(CudaAllocator, ConcurrentAllocateAndFreeKeepCountsConsistent) {
   FakeDeviceApi device(1024 * kMiB);
   CudaAllocator allocator(&device, TestOptions());
@@ -289,6 +427,54 @@ TEST(CudaAllocator, ConcurrentAllocateAndFreeKeepCountsConsistent) {
   }
   for (std::thread& thread : threads) thread.join();
   const CudaAllocatorStats stats = allocator.stats();
+  EXPECT_EQ(stats.allocated_bytes, 0u);
+  EXPECT_EQ(stats.cached_bytes, stats.reserved_bytes);
+  EXPECT_EQ(stats.reserved_bytes, device.used_bytes());
+}
+
+// Threads on streams of their own use blocks of a shared stream while one
+// thread keeps finishing streams: the counts stay consistent, and every
+// held-back block is released once every stream is done.
+TEST(CudaAllocator, ConcurrentRecordsFreesAndCompletionsKeepCountsConsistent) {
+  FakeDeviceApi device(1024 * kMiB);
+  CudaAllocator allocator(&device, TestOptions());
+  constexpr int kThreads = 4;
+  std::atomic<bool> done{false};
+  std::thread finisher([&device, &done] {
+    while (!done.load()) {
+      for (int n = 1; n <= 1 + kThreads; ++n) {
+        device.FinishStream(FakeDeviceApi::StreamHandle(n));
+      }
+      std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&allocator, t] {
+      const DeviceApi::Stream own = FakeDeviceApi::StreamHandle(2 + t);
+      for (int i = 0; i < 200; ++i) {
+        absl::StatusOr<void*> shared =
+            allocator.Allocate((1 + i % 5) * 100000, kStreamA);
+        ASSERT_TRUE(shared.ok()) << shared.status();
+        absl::StatusOr<void*> mine = allocator.Allocate(100000, own);
+        ASSERT_TRUE(mine.ok()) << mine.status();
+        allocator.RecordStream(static_cast<char*>(*shared) + i, own);
+        allocator.RecordStream(*mine, kStreamA);
+        allocator.Deallocate(*shared);
+        allocator.Deallocate(*mine);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  done.store(true);
+  finisher.join();
+  for (int n = 1; n <= 1 + kThreads; ++n) {
+    device.FinishStream(FakeDeviceApi::StreamHandle(n));
+  }
+  void* last = MustAllocate(allocator, 100000, kStreamA);  // releases all
+  allocator.Deallocate(last);
+  const CudaAllocatorStats stats = allocator.stats();
+  EXPECT_EQ(stats.pending_blocks, 0u);
   EXPECT_EQ(stats.allocated_bytes, 0u);
   EXPECT_EQ(stats.cached_bytes, stats.reserved_bytes);
   EXPECT_EQ(stats.reserved_bytes, device.used_bytes());

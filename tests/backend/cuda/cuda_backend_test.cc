@@ -29,6 +29,7 @@
 #include "kindling/tensor/ops.h"
 #include "kindling/tensor/tensor_base.h"
 #include "tests/backend/cuda/gpu_test_support.h"
+#include "tests/backend/cuda/test_kernels.h"
 
 namespace kindling {
 namespace {
@@ -1476,6 +1477,38 @@ TEST_F(CudaBackendTest, WindowKernelsOnEmptyAndZeroAreaInputs) {
     GetBackend(kGpu).MaxPool2dBackward(none, none_out, none_argmax, w);
     EXPECT_TRUE(cuda::SynchronizeCudaDevice(0).ok());
   }
+}
+
+// --- Streams: blocks used on a second stream ---------------------------------
+
+// A tensor read by a kernel on a second stream is freed while that kernel is
+// still queued: the next same-size tensor on the default stream, written at
+// once, must not get its block, or the read would see the new values.
+TEST_F(CudaBackendTest, TensorReadOnASecondStreamIsNotReusedBeforeTheRead) {
+  const Shape shape{1 << 20};
+  TensorBase source = Input(shape, DType::kF32, 41, kGpu);
+  // Waits for `source` on the default stream, so the side stream can read it.
+  const std::vector<uint8_t> expected = Bytes(source);
+  TensorBase copy = TensorBase::Empty(shape, DType::kF32, kGpu);
+  cuda::CudaDeviceGuard device(0);
+  cudaStream_t side = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking),
+            cudaSuccess);
+  {
+    cuda::CudaStreamGuard guard(0, side);
+    // The copy starts reading only after 200 ms.
+    cuda::testing::LaunchSpin(200'000'000, side);
+    GetBackend(kGpu).Copy(copy, source);
+  }
+  source = TensorBase();  // frees its block
+  const TensorBase next = TensorBase::Empty(shape, DType::kF32, kGpu);
+  GetBackend(kGpu).Fill(next, -1e6);
+  ASSERT_EQ(cudaStreamSynchronize(side), cudaSuccess);
+  EXPECT_EQ(expected, Bytes(copy));
+  // Freed before its stream is destroyed: the free records an event there.
+  copy = TensorBase();
+  EXPECT_TRUE(cuda::SynchronizeCudaDevice(0).ok());
+  ASSERT_EQ(cudaStreamDestroy(side), cudaSuccess);
 }
 
 }  // namespace

@@ -6,13 +6,16 @@
 // FinishStream(); an event recorded on a stream completes when that stream
 // is finished after the record. Malloc fails with ResourceExhausted beyond a
 // capacity, like a full GPU. Every call is counted so tests can assert what
-// the allocator asked of the device.
+// the allocator asked of the device. Every method may be called from any
+// thread (one mutex), so a test thread may finish streams while others
+// allocate.
 #ifndef KINDLING_TESTS_BACKEND_CUDA_FAKE_DEVICE_API_H_
 #define KINDLING_TESTS_BACKEND_CUDA_FAKE_DEVICE_API_H_
 
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -28,6 +31,7 @@ class FakeDeviceApi final : public DeviceApi {
  public:
   explicit FakeDeviceApi(size_t capacity_bytes) : capacity_(capacity_bytes) {}
   ~FakeDeviceApi() override {
+    std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [data, size] : live_) std::free(data);
   }
 
@@ -38,6 +42,7 @@ class FakeDeviceApi final : public DeviceApi {
   }
 
   absl::StatusOr<void*> Malloc(size_t nbytes) override {
+    std::lock_guard<std::mutex> lock(mutex_);
     ++mallocs_;
     if (used_ + nbytes > capacity_) {
       return absl::ResourceExhaustedError(
@@ -51,6 +56,7 @@ class FakeDeviceApi final : public DeviceApi {
   }
 
   void Free(void* data) override {
+    std::lock_guard<std::mutex> lock(mutex_);
     auto it = live_.find(data);
     KINDLING_CHECK(it != live_.end(), "fake device: free of unknown %p", data);
     used_ -= it->second;
@@ -60,11 +66,13 @@ class FakeDeviceApi final : public DeviceApi {
   }
 
   Event CreateEvent() override {
+    std::lock_guard<std::mutex> lock(mutex_);
     events_.push_back(std::make_unique<FakeEvent>());
     return events_.back().get();
   }
 
   void RecordEvent(Event event, Stream stream) override {
+    std::lock_guard<std::mutex> lock(mutex_);
     FakeEvent& fake = *static_cast<FakeEvent*>(event);
     fake.stream = stream;
     fake.recorded_at = ++finish_point_[stream].queued;
@@ -72,16 +80,19 @@ class FakeDeviceApi final : public DeviceApi {
   }
 
   bool EventCompleted(Event event) override {
+    std::lock_guard<std::mutex> lock(mutex_);
     const FakeEvent& fake = *static_cast<FakeEvent*>(event);
     return fake.stream == nullptr ||
            finish_point_[fake.stream].finished >= fake.recorded_at;
   }
 
   void StreamWaitEvent(Stream stream, Event event) override {
+    std::lock_guard<std::mutex> lock(mutex_);
     waits_.push_back({stream, static_cast<FakeEvent*>(event)->stream});
   }
 
   void Synchronize() override {
+    std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [stream, points] : finish_point_)
       points.finished = points.queued;
     ++synchronizes_;
@@ -89,16 +100,35 @@ class FakeDeviceApi final : public DeviceApi {
 
   // FinishStream() makes everything queued on `stream` so far complete.
   void FinishStream(Stream stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
     finish_point_[stream].finished = finish_point_[stream].queued;
   }
 
-  size_t used_bytes() const { return used_; }
-  int mallocs() const { return mallocs_; }
-  int frees() const { return frees_; }
-  int records() const { return records_; }
-  int synchronizes() const { return synchronizes_; }
+  size_t used_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return used_;
+  }
+  int mallocs() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return mallocs_;
+  }
+  int frees() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return frees_;
+  }
+  int records() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return records_;
+  }
+  int synchronizes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return synchronizes_;
+  }
   // Each wait as (waiting stream, stream the event was recorded on).
-  const std::vector<std::pair<Stream, Stream>>& waits() const { return waits_; }
+  std::vector<std::pair<Stream, Stream>> waits() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return waits_;
+  }
 
  private:
   struct FakeEvent {
@@ -111,6 +141,8 @@ class FakeDeviceApi final : public DeviceApi {
   };
 
   const size_t capacity_;
+  // Guards every member below it.
+  mutable std::mutex mutex_;
   size_t used_ = 0;
   absl::flat_hash_map<void*, size_t> live_;
   std::vector<std::unique_ptr<FakeEvent>> events_;

@@ -23,6 +23,21 @@ __global__ void AddOneKernel(float* data, int64_t n) {
   }
 }
 
+// GlobalTimer() is the GPU's nanosecond clock (the same on every SM).
+__device__ uint64_t GlobalTimer() {
+  uint64_t nanoseconds;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(nanoseconds));
+  return nanoseconds;
+}
+
+// One thread waits until `nanoseconds` have passed, so that work queued after
+// it on its stream starts that much later.
+__global__ void SpinKernel(int64_t nanoseconds) {
+  const uint64_t start = GlobalTimer();
+  while (GlobalTimer() - start < static_cast<uint64_t>(nanoseconds)) {
+  }
+}
+
 unsigned Blocks(int64_t n) {
   return static_cast<unsigned>(
       std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 65535));
@@ -38,6 +53,11 @@ void LaunchIota(float* out, int64_t n, float start, cudaStream_t stream) {
 void LaunchAddOne(float* data, int64_t n, cudaStream_t stream) {
   AddOneKernel<<<Blocks(n), kThreads, 0, stream>>>(data, n);
   KINDLING_CUDA_CHECK_LAUNCH("AddOneKernel");
+}
+
+void LaunchSpin(int64_t nanoseconds, cudaStream_t stream) {
+  SpinKernel<<<1, 1, 0, stream>>>(nanoseconds);
+  KINDLING_CUDA_CHECK_LAUNCH("SpinKernel");
 }
 
 }  // namespace kindling::cuda::testing

@@ -1,6 +1,7 @@
 #include "kindling/backend/cuda/cuda_allocator.h"
 
 #include <bit>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -58,6 +59,13 @@ absl::StatusOr<void*> CudaAllocator::Allocate(size_t nbytes, Stream stream) {
     return OutOfMemory(nbytes, nbytes,
                        absl::ResourceExhaustedError("larger than any device"));
   }
+  if (!has_first_stream_) {
+    has_first_stream_ = true;
+    first_stream_.store(stream, std::memory_order_relaxed);
+  } else if (stream != first_stream_.load(std::memory_order_relaxed)) {
+    // From now on RecordStream() looks every block up (see the header).
+    several_streams_.store(true, std::memory_order_relaxed);
+  }
   const size_t size = SizeClass(nbytes);
   ReleasePendingBlocks();
   if (void* data = TakeFreeBlock(size, stream); data != nullptr) {
@@ -83,6 +91,7 @@ absl::StatusOr<void*> CudaAllocator::Allocate(size_t nbytes, Stream stream) {
         absl::StrFormat("%s: allocating %d bytes: %s", options_.device_name,
                         nbytes, data.status().message()));
   }
+  block_addresses_.insert(Key(*data));
   Block& block = blocks_[*data];
   block.state = State::kLive;
   block.size = size;
@@ -121,14 +130,17 @@ void CudaAllocator::Deallocate(void* data) {
   pending_.push_back(data);
 }
 
-void CudaAllocator::RecordStream(void* data, Stream stream) {
+void CudaAllocator::RecordStreamSlow(const void* data, Stream stream) {
+  if (data == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = blocks_.find(data);
-  KINDLING_CHECK(it != blocks_.end() && it->second.state == State::kLive,
-                 "cuda allocator for %s: RecordStream on %p, which is not a "
-                 "live block",
-                 options_.device_name, data);
-  Block& block = it->second;
+  void* base = nullptr;
+  Block* found = FindBlock(data, &base);
+  if (found == nullptr) return;  // not this allocator's memory
+  Block& block = *found;
+  KINDLING_CHECK(block.state == State::kLive,
+                 "cuda allocator for %s: RecordStream on %p, inside the block "
+                 "%p, which is not live (used after it was freed)",
+                 options_.device_name, data, base);
   if (stream == block.stream) return;
   for (Stream other : block.other_streams) {
     if (other == stream) return;
@@ -147,6 +159,23 @@ CudaAllocatorStats CudaAllocator::stats() const {
   stats.cached_bytes = stats.reserved_bytes - stats.allocated_bytes;
   stats.pending_blocks = pending_.size();
   return stats;
+}
+
+CudaAllocator::Block* CudaAllocator::FindBlock(const void* data, void** base) {
+  // A block's own address (a whole Storage) needs no ordered search.
+  if (auto it = blocks_.find(const_cast<void*>(data)); it != blocks_.end()) {
+    *base = it->first;
+    return &it->second;
+  }
+  // An interior address: the block that starts last at or before it, if it
+  // reaches that far.
+  auto after = block_addresses_.upper_bound(Key(data));
+  if (after == block_addresses_.begin()) return nullptr;
+  void* start = reinterpret_cast<void*>(*std::prev(after));
+  Block& block = blocks_.at(start);
+  if (Key(data) - Key(start) >= block.size) return nullptr;
+  *base = start;
+  return &block;
 }
 
 void* CudaAllocator::TakeFreeBlock(size_t size, Stream stream) {
@@ -224,6 +253,7 @@ size_t CudaAllocator::FreeCachedBlocks() {
     freed += std::get<0>(key);
     ++stats_.device_frees;
     blocks_.erase(data);
+    block_addresses_.erase(Key(data));
   }
   free_by_size_.clear();
   free_by_stream_.clear();

@@ -19,9 +19,31 @@
 // stream can take it at once, because its new kernels queue after the old
 // ones. A request on another stream takes it only through an event: the
 // allocator records an event on the block's stream and makes the new stream
-// wait for it (on the device; the host never blocks). A block that kernels
-// on other streams also used (RecordStream()) is held back, when freed,
-// until events recorded on those streams have completed.
+// wait for it (on the device; the host never blocks).
+//
+// Uses on other streams. Freeing at once is safe only for work on the
+// block's own stream. When work on another stream S reads or writes the
+// block (a thread switched its current stream, cuda_context.h), freeing it
+// must not let its own stream take it while that work may still run: the
+// caller says so with RecordStream(data, S) before or after enqueueing it,
+// any time before the free. A block recorded on other streams is held back
+// when freed: the allocator records an event on each of them, and only once
+// all have completed does the block become free (on its own stream again).
+// The CUDA runtime records every block it enqueues work on, at two choke
+// points: CudaBackend's per-call setup (every operand of every kernel and
+// cuBLAS call) and CudaDeviceMemory's copies. `data` may point anywhere
+// inside a block (a view's first element): the allocator maps it to its
+// block through an ordered index of block addresses.
+//
+// Who pays for recording. A program that runs everything on one stream
+// records nothing: RecordStream() first compares `stream` with the stream of
+// the allocator's first Allocate() and reads a "several streams" flag that
+// the first Allocate() on another stream sets, both relaxed atomic loads;
+// when nothing but that one stream was ever used every block belongs to it,
+// so the record is a no-op and returns without the lock or a lookup. Only
+// records on a second stream (or once one has allocated) take the mutex and
+// look the block up: a hash lookup for a block's own address, a binary
+// search for an interior one.
 //
 // Out of memory. When the device cannot satisfy a cache miss, the
 // allocator synchronizes, frees every cached block and retries once; if
@@ -43,9 +65,16 @@
 // Thread safety: every member may be called from any thread; one mutex
 // guards the bookkeeping (a std::mutex, which ThreadSanitizer sees, unlike
 // Debian's uninstrumented absl::Mutex). Device calls happen under it.
+// RecordStream()'s lock-free no-op is sound with relaxed loads: both values
+// only ever move one way (the first stream is written once, the flag only
+// goes from false to true, both under the mutex), and a block belongs to a
+// stream other than the first only after an Allocate() on that stream, which
+// set the flag before returning the block. A caller naming the block got its
+// address from that Allocate(), so it is ordered after the store and sees it.
 #ifndef KINDLING_BACKEND_CUDA_CUDA_ALLOCATOR_H_
 #define KINDLING_BACKEND_CUDA_CUDA_ALLOCATOR_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -116,10 +145,28 @@ class CudaAllocator {
   // still be in use by queued kernels: see "Stream-ordered reuse".
   void Deallocate(void* data);
 
-  // RecordStream() notes that kernels on `stream` use the live block `data`
-  // (which was allocated on another stream): when freed, it is not reused
-  // until the work queued on `stream` by then has finished.
-  void RecordStream(void* data, Stream stream);
+  // RecordStream() notes that work queued on `stream` reads or writes the
+  // live block holding `data` (its address or any byte inside it): when the
+  // block is freed, it is not reused, on any stream, until the work queued on
+  // `stream` by then has finished. A no-op when `stream` is the block's own
+  // stream, and for an address in no block of this allocator (borrowed
+  // memory, whose owner orders its reuse; nullptr). Lock-free when only one
+  // stream has been used (see "Who pays for recording").
+  // REQUIRES: `stream` stays valid until the block is freed (the free records
+  // an event on it). REQUIRES: the block is not free; a record that is not a
+  // no-op aborts naming the address.
+  //
+  //   void* data = *allocator.Allocate(nbytes, default_stream);
+  //   Launch(side_stream, data);                   // a read on another stream
+  //   allocator.RecordStream(data, side_stream);
+  //   allocator.Deallocate(data);  // held back until side_stream gets there
+  void RecordStream(const void* data, Stream stream) {
+    if (stream == first_stream_.load(std::memory_order_relaxed) &&
+        !several_streams_.load(std::memory_order_relaxed)) {
+      return;  // every block belongs to `stream`
+    }
+    RecordStreamSlow(data, stream);
+  }
 
   // EmptyCache() synchronizes the device, then gives every cached block back
   // to it; returns the bytes given back.
@@ -150,7 +197,14 @@ class CudaAllocator {
   // Free blocks by (size, stream, address): best fit on any stream.
   using SizeKey = std::tuple<size_t, uintptr_t, uintptr_t>;
 
+  // RecordStreamSlow() is RecordStream() past its lock-free check: takes the
+  // mutex.
+  void RecordStreamSlow(const void* data, Stream stream);
+
   // The REQUIRES: mutex_ held for every helper below.
+  // FindBlock() returns the block holding `data` and sets `*base` to its
+  // address, or returns nullptr when no block holds it.
+  Block* FindBlock(const void* data, void** base);
   // TakeFreeBlock() removes and returns the best free block for `size` on
   // `stream`, else from another stream (making `stream` wait for it), else
   // nullptr.
@@ -169,9 +223,21 @@ class CudaAllocator {
 
   DeviceApi* const device_;
   const Options options_;
+  // RecordStream()'s lock-free check reads these two without the mutex (see
+  // "Thread safety" above); Allocate() writes them under it. The stream of
+  // the first Allocate() (nullptr before it), and whether any Allocate() has
+  // been on another stream since.
+  std::atomic<Stream> first_stream_{nullptr};
+  std::atomic<bool> several_streams_{false};
   // Guards every member below it.
   mutable std::mutex mutex_;
+  // Whether first_stream_ has been set (nullptr may be a real stream).
+  bool has_first_stream_ = false;
+  // Every block obtained from the device, by address.
   absl::flat_hash_map<void*, Block> blocks_;
+  // The same addresses in order, to find the block holding an interior
+  // pointer (RecordStream()); changes only on device Malloc() and Free().
+  std::set<uintptr_t> block_addresses_;
   std::set<StreamKey> free_by_stream_;
   std::set<SizeKey> free_by_size_;
   std::vector<void*> pending_;

@@ -4,7 +4,10 @@
 // initializer in an alwayslink library). Every method sets the tensors'
 // device current (CudaDeviceGuard) and enqueues its kernels on that device's
 // current stream (CurrentCudaStream) without synchronizing; only
-// AbsPowerSum, which returns a host value, waits for its stream. Matmul goes
+// AbsPowerSum, which returns a host value, waits for its stream. Every
+// method records its tensors' blocks as used on that stream, so a tensor
+// freed while a kernel on another stream still uses it is not reused before
+// that kernel has run (CudaAllocator::RecordStream). Matmul goes
 // through cuBLAS (one handle per device); f32 GEMMs use TF32 tensor cores
 // only after SetCudaMatmulAllowTf32(true).
 #ifndef KINDLING_BACKEND_CUDA_CUDA_BACKEND_H_

@@ -13,6 +13,13 @@
 //     ordered with each other, like a single queue; SetCurrentCudaStream() or a
 //     CudaStreamGuard gives a thread a stream of its own. Non-blocking: the
 //     legacy default stream (0) never implicitly serializes with it.
+//   * Tensors may cross streams. Memory is allocated on the current stream,
+//     and every op and copy records the blocks it uses on the stream it
+//     enqueues on (CudaAllocator::RecordStream), so a tensor freed while work
+//     on another stream still uses it is not reused before that work has
+//     run; ordering the work itself (a read on one stream after a write on
+//     another) is the caller's, with events or a synchronize. While every
+//     thread stays on the default stream the records cost nothing.
 //   * CudaDeviceGuard sets the calling thread's current device for a scope
 //     and restores the previous one; every entry point that touches a device
 //     sets it first, so callers never need cudaSetDevice.
@@ -91,8 +98,10 @@ cudaStream_t DefaultCudaStream(int index);
 cudaStream_t CurrentCudaStream(int index);
 
 // SetCurrentCudaStream() makes `stream` (created on device `index`, owned by
-// the caller, alive while current) this thread's current stream on `index`;
-// nullptr goes back to DefaultCudaStream(index).
+// the caller) this thread's current stream on `index`; nullptr goes back to
+// DefaultCudaStream(index). REQUIRES: `stream` stays alive while current, and
+// until every tensor that work on it used has been freed (the free records
+// an event on it); the same holds for CudaStreamGuard.
 void SetCurrentCudaStream(int index, cudaStream_t stream);
 
 // CudaStreamGuard sets this thread's current stream on a device for its

@@ -141,6 +141,8 @@ void CudaDeviceMemory::CopyHostToDevice(const Device& device, void* device_dst,
   const int index = device.index();
   CudaDeviceGuard guard(index);
   const cudaStream_t stream = CurrentCudaStream(index);
+  // The staged copy returns before the device has written every chunk.
+  CudaAllocatorFor(index).RecordStream(device_dst, stream);
   if (IsPinnedHost(host_src)) {
     KINDLING_CUDA_CHECK(cudaMemcpyAsync(device_dst, host_src, nbytes,
                                         cudaMemcpyHostToDevice, stream));
@@ -157,6 +159,9 @@ void CudaDeviceMemory::CopyDeviceToHost(const Device& device, void* host_dst,
   const int index = device.index();
   CudaDeviceGuard guard(index);
   const cudaStream_t stream = CurrentCudaStream(index);
+  // The host waits for the bytes, so this record is moot today; it keeps the
+  // rule "every enqueue records its blocks" free of exceptions.
+  CudaAllocatorFor(index).RecordStream(device_src, stream);
   if (IsPinnedHost(host_dst)) {
     KINDLING_CUDA_CHECK(cudaMemcpyAsync(host_dst, device_src, nbytes,
                                         cudaMemcpyDeviceToHost, stream));
@@ -174,8 +179,12 @@ void CudaDeviceMemory::CopyDeviceToDevice(const Device& device, void* dst,
   if (nbytes == 0) return;
   const int index = device.index();
   CudaDeviceGuard guard(index);
-  KINDLING_CUDA_CHECK(cudaMemcpyAsync(
-      dst, src, nbytes, cudaMemcpyDeviceToDevice, CurrentCudaStream(index)));
+  const cudaStream_t stream = CurrentCudaStream(index);
+  CudaAllocator& allocator = CudaAllocatorFor(index);
+  allocator.RecordStream(dst, stream);
+  allocator.RecordStream(src, stream);
+  KINDLING_CUDA_CHECK(
+      cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, stream));
 }
 
 void CudaDeviceMemory::CopyPeer(const Device& dst_device, void* dst,
@@ -197,6 +206,12 @@ void CudaDeviceMemory::CopyPeer(const Device& dst_device, void* dst,
   }
   // ... and the source block is not reused on its stream before it is read.
   StreamWaitStream(src_index, src_stream, dst_index, dst_stream);
+  // Each block is used on its device's current stream (the source's through
+  // that wait), which may not be the stream it was allocated on. An event
+  // belongs to one device, so neither allocator could record the other
+  // device's stream.
+  CudaAllocatorFor(dst_index).RecordStream(dst, dst_stream);
+  CudaAllocatorFor(src_index).RecordStream(src, src_stream);
 }
 
 absl::Status CudaDeviceMemory::Synchronize(const Device& device) {

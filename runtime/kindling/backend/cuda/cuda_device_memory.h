@@ -3,7 +3,10 @@
 //
 // Memory comes from one CudaAllocator per device (cuda_allocator.h) over
 // CudaDeviceApi, on the calling thread's current stream; every copy is
-// enqueued on the current stream of the device it writes to:
+// enqueued on the current stream of the device it writes to, and records
+// that stream's use of its device blocks (CudaAllocator::RecordStream), so
+// a block copied on a stream other than its own is not reused, once freed,
+// before the copy has run:
 //   * device to device: cudaMemcpyAsync;
 //   * between devices (peer): cudaMemcpyPeerAsync on the destination's
 //     stream, which first waits (on the device) for the source's stream, and

@@ -2,7 +2,10 @@
 // (contracts in kindling/tensor/backend.h). Each enqueues its work on
 // `stream` and returns without synchronizing, except AbsPowerSum, which
 // returns a host value. The caller (cuda_backend.cc) has made the tensors'
-// device current.
+// device current, `stream` is its current stream, and the caller has
+// recorded every tensor argument's block as used on `stream`
+// (CudaAllocator::RecordStream). A kernel's own scratch tensors come from the
+// current stream, so they need no record.
 #ifndef KINDLING_BACKEND_CUDA_KERNELS_H_
 #define KINDLING_BACKEND_CUDA_KERNELS_H_
 
