@@ -199,6 +199,8 @@ check_libraries() {
 # --- Environment -------------------------------------------------------------
 
 gpu_count=0
+# KINDLING_REQUIRE_GPU for the tests and benches (0 with --cpu-smoke).
+required_gpus=0
 
 record_environment() {
   {
@@ -232,6 +234,8 @@ record_environment() {
     return
   fi
   gpu_count=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
+  # Without --cpu-smoke at least one GPU is required, whatever nvidia-smi says.
+  required_gpus=$((gpu_count > 0 ? gpu_count : 1))
   if ((gpu_count > 0)); then
     check "GPUs visible to nvidia-smi" PASS "$gpu_count: $(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
   else
@@ -270,7 +274,7 @@ run_tests() {
     if ((cpu_smoke)); then
       run_timed "$log" "$binary" --gtest_output="xml:$xml" || rc=$?
     else
-      KINDLING_REQUIRE_GPU=$gpu_count run_timed "$log" "$binary" \
+      KINDLING_REQUIRE_GPU=$required_gpus run_timed "$log" "$binary" \
         --gtest_output="xml:$xml" || rc=$?
     fi
     if ((rc == 124 || rc == 137)); then
@@ -296,7 +300,7 @@ run_tests() {
     fi
     if ((rc != 0 || failures > 0)) || [[ -n $disallowed ]]; then
       check "$name" FAIL "$tests tests, $failures failed, $skipped skipped, exit code $rc${disallowed:+; skips not allowed on a GPU machine: $disallowed}"
-      rerun_synchronously "$binary" "$xml"
+      ((rc != 0 || failures > 0)) && rerun_synchronously "$binary" "$xml"
     elif ((skipped > 0)); then
       check "$name" PASS "$tests tests, $skipped skipped:$(tr -s ' \n' ' ' <<<"$skip_messages")"
     else
@@ -323,7 +327,7 @@ rerun_synchronously() {
   local binary=$1 xml=$2 name filter
   name=$(basename "$binary")
   filter=$(awk '/<testcase /{match($0, /name="[^"]*"/); n=substr($0, RSTART+6, RLENGTH-7); match($0, /classname="[^"]*"/); c=substr($0, RSTART+11, RLENGTH-12)} /<failure/{print c "." n}' "$xml" | sort -u | paste -sd: -)
-  KINDLING_REQUIRE_GPU=$gpu_count KINDLING_CUDA_SYNC_LAUNCHES=1 \
+  KINDLING_REQUIRE_GPU=$required_gpus KINDLING_CUDA_SYNC_LAUNCHES=1 \
     run_timed "$LOGS/$name.sync.log" "$binary" ${filter:+--gtest_filter="$filter"} || true
   check "$name, re-run with KINDLING_CUDA_SYNC_LAUNCHES=1" SKIP "see $name.sync.log: $(grep -m1 -E 'kindling: .*failed' "$LOGS/$name.sync.log" | cut -c1-300)"
 }
@@ -339,7 +343,7 @@ run_sanitizer() {
     return
   fi
   local rc=0
-  KINDLING_REQUIRE_GPU=$gpu_count run_timed "$LOGS/memcheck.log" "$sanitizer" \
+  KINDLING_REQUIRE_GPU=$required_gpus run_timed "$LOGS/memcheck.log" "$sanitizer" \
     --tool memcheck --error-exitcode 99 --print-limit 20 \
     "$BUNDLE/bin/cuda_backend_test" --gtest_output="xml:$LOGS/memcheck.xml" || rc=$?
   case $rc in
@@ -368,7 +372,7 @@ run_bench() {
   local name=$1
   shift
   local json=$LOGS/$name.json rc=0
-  (cd "$BUNDLE" && KINDLING_REQUIRE_GPU=$gpu_count \
+  (cd "$BUNDLE" && KINDLING_REQUIRE_GPU=$required_gpus \
     KINDLING_TRAIN_BENCH_DATA=$BUNDLE/data KINDLING_PEER_PYTHON=$(peer_python) \
     run_timed "$LOGS/$name.log" "$BUNDLE/bin/$name" "$@" \
     --benchmark_out="$json" --benchmark_out_format=json) || rc=$?
