@@ -3,6 +3,11 @@
 kindling_cc_library puts a runtime header `runtime/kindling/<layer>/<file>.h` on
 the include path as `kindling/<layer>/<file>.h` and applies the project's copts, so
 BUILD files stay one line per concept.
+
+These macros are for Kindling's own packages; a project that uses Kindling
+writes plain cc_library / cc_test rules and kindling_module_library
+(//codegen:defs.bzl). Labels are Label()s, so they resolve in Kindling's
+repository when it is @kindling.
 """
 
 load("//codegen:defs.bzl", "kindling_module_library")
@@ -31,7 +36,7 @@ def kindling_cc_test(name, srcs, deps = [], copts = [], size = "small", **kwargs
         name = name,
         size = size,
         srcs = srcs,
-        deps = deps + ["@googletest//:gtest_main"],
+        deps = deps + [Label("@googletest//:gtest_main")],
         copts = KINDLING_COPTS + copts,
         **kwargs
     )
