@@ -1,12 +1,17 @@
 """kindling_module_library: a cc_library whose headers get generated module code.
 
-    load("//codegen:defs.bzl", "kindling_module_library")
+In your own workspace (see docs/use-in-your-project.md):
+
+    load("@kindling//codegen:defs.bzl", "kindling_module_library")
 
     kindling_module_library(
         name = "mlp",
         hdrs = ["mlp.h"],
-        deps = ["//runtime/kindling/nn:linear"],
+        deps = ["@kindling//:kindling"],
     )
+
+Inside Kindling the same call reads `load("//codegen:defs.bzl", ...)` with
+deps such as "//runtime/kindling/nn:modules".
 
 For every header in `hdrs`, kindling-gen runs as a Bazel action and writes
 `<header>.kindling.h` next to it (in the package's output directory, so it is
@@ -14,68 +19,43 @@ included as `#include "<package>/mlp.kindling.h"`, the same way as the header).
 The generator parses the header with the include paths and defines of the
 deps' CcInfo, so it sees exactly what the compiler will. The resulting
 cc_library exports the headers, the generated headers and the module runtime.
+
+Every label here is a Label(), so it names Kindling's own targets from any
+workspace.
 """
+
+load(
+    ":include_paths.bzl",
+    "HEADER_EXTENSIONS",
+    "generated_include",
+    "generated_name",
+    "include_path",
+    "spelled_include",
+)
 
 # The module runtime every generated header includes.
 _MODULE_RUNTIME = [
-    "//runtime/kindling/module:module_traits",
-    "//runtime/kindling/module:record",
+    Label("//runtime/kindling/module:module_traits"),
+    Label("//runtime/kindling/module:record"),
 ]
 
-# Builtin headers (stddef.h, ...) of the Clang that kindling-gen links.
-_CLANG_RESOURCE_DIR = "/usr/lib/llvm-14/lib/clang/14.0.6"
+# The library's copts that change what a header means; the generator parses
+# with them too (gcc-only flags would not parse).
+_GENERATOR_COPT_PREFIXES = ["-D", "-U", "-I", "-iquote", "-isystem", "-std="]
 
-_HEADER_EXTENSIONS = [".h", ".hh", ".hpp", ".hxx"]
-
-def _include_path(file):
-    """How `#include "..."` names a source or generated file."""
-    path = file.short_path
-    if path.startswith("../"):
-        # A file of an external repository: ../<repo>/<path>.
-        path = path.split("/", 2)[2]
-    return path
+def _check(ctx, result):
+    if result.error:
+        fail("%s: %s" % (ctx.label, result.error))
+    return result.path
 
 def _spelled_include(ctx, header):
-    """How the library's users include `header`, after the cc_library's
-    strip_include_prefix and include_prefix."""
-    path = _include_path(header)
-    strip = ctx.attr.strip_include_prefix
-    if strip:
-        if strip.startswith("/"):
-            strip = strip[1:]
-        elif ctx.label.package:
-            strip = ctx.label.package + "/" + strip
-        strip = strip.rstrip("/")
-        if strip:
-            if not path.startswith(strip + "/"):
-                fail("%s: header %s is not under strip_include_prefix %s" % (ctx.label, path, strip))
-            path = path[len(strip) + 1:]
-    elif ctx.attr.include_prefix and ctx.label.package:
-        # cc_library strips the package when only include_prefix is given.
-        path = path[len(ctx.label.package) + 1:]
-    if ctx.attr.include_prefix:
-        path = ctx.attr.include_prefix.rstrip("/") + "/" + path
-    return path
-
-def _generated_include(path):
-    """examples/mlp.h -> examples/mlp.kindling.h"""
-    for extension in _HEADER_EXTENSIONS:
-        if path.endswith(extension):
-            return path[:-len(extension)] + ".kindling.h"
-    return path + ".kindling.h"
-
-def _generated_name(ctx, header):
-    """The generated file's path relative to the package: foo/x.h -> foo/x.kindling.h."""
-    package = ctx.label.package
-    path = _include_path(header)
-    if package:
-        if not path.startswith(package + "/"):
-            fail("%s: header %s is not in package %s" % (ctx.label, path, package))
-        path = path[len(package) + 1:]
-    for extension in _HEADER_EXTENSIONS:
-        if path.endswith(extension):
-            return path[:-len(extension)] + ".kindling.h"
-    fail("%s: %s is not a header (%s)" % (ctx.label, path, ", ".join(_HEADER_EXTENSIONS)))
+    """How the library's users include `header`."""
+    return _check(ctx, spelled_include(
+        ctx.label.package,
+        include_path(header.short_path),
+        ctx.attr.strip_include_prefix,
+        ctx.attr.include_prefix,
+    ))
 
 def runfiles_path(bin_dir_path, path):
     """Maps an exec-root path (from CcInfo) to its place in a runfiles tree,
@@ -99,10 +79,11 @@ def kindling_compiler_flags(compilation_context, bin_dir_path, copts = []):
     Returns:
       A list of strings.
     """
+    # Clang's builtin headers are kindling-gen's business: it finds those of
+    # the Clang it links (codegen/clang_resource_dir.h).
     flags = [
         "-std=c++20",
         "-xc++-header",
-        "-resource-dir=" + _CLANG_RESOURCE_DIR,
         # Headers include each other from the repository root, source or
         # generated, as the C++ compile actions do.
         "-iquote",
@@ -133,12 +114,15 @@ def _kindling_gen_impl(ctx):
     )
     # Each header's generated file, as the library's users include it.
     generated_includes = {
-        header.short_path: _generated_include(_spelled_include(ctx, header))
+        header.short_path: generated_include(_spelled_include(ctx, header))
         for header in ctx.files.hdrs
     }
     outputs = []
     for header in ctx.files.hdrs:
-        output = ctx.actions.declare_file(_generated_name(ctx, header))
+        output = ctx.actions.declare_file(_check(ctx, generated_name(
+            ctx.label.package,
+            include_path(header.short_path),
+        )))
         outputs.append(output)
         args = ctx.actions.args()
         args.add(header.path)
@@ -167,7 +151,7 @@ kindling_gen = rule(
     doc = "Runs kindling-gen on each header; the outputs are the .kindling.h files.",
     attrs = {
         "hdrs": attr.label_list(
-            allow_files = _HEADER_EXTENSIONS,
+            allow_files = HEADER_EXTENSIONS,
             doc = "Headers to generate module code for, in this package.",
         ),
         "srcs": attr.label_list(
@@ -188,33 +172,82 @@ kindling_gen = rule(
             doc = "As for the cc_library: how its headers are included.",
         ),
         "_generator": attr.label(
-            default = "//codegen:kindling-gen",
+            default = Label("//codegen:kindling-gen"),
             executable = True,
             cfg = "exec",
         ),
     },
 )
 
+def _check_headers(name, hdrs, strip_include_prefix, include_prefix):
+    """Fails, naming the target, for a header in `hdrs` the rule cannot place.
+
+    The rule checks again at analysis; checking here first puts this message
+    before Bazel's own from the cc_library (which names an internal target).
+    Entries that are not header file names (a rule's label) are left to it.
+    """
+    if type(hdrs) != type([]):
+        return
+    package = native.package_name()
+    for header in hdrs:
+        if type(header) != type(""):
+            continue
+        if header.startswith("@") or header.startswith("//"):
+            if header.startswith("@"):
+                continue
+            other_package, _, file_name = header[2:].partition(":")
+            path = other_package + "/" + file_name if other_package else file_name
+        else:
+            path = header[1:] if header.startswith(":") else header
+            if package:
+                path = package + "/" + path
+        if not [extension for extension in HEADER_EXTENSIONS if path.endswith(extension)]:
+            continue
+        for result in [
+            generated_name(package, path),
+            spelled_include(package, path, strip_include_prefix or "", include_prefix or ""),
+        ]:
+            if result.error:
+                fail("//%s:%s: %s" % (package, name, result.error))
+
 def kindling_module_library(name, hdrs, srcs = [], deps = [], **kwargs):
     """A cc_library of module headers plus the module code generated from them.
 
     Args:
       name: the cc_library's name; the generator target is `<name>_kindling_gen`.
-      hdrs: headers that define KINDLING_MODULE structs (and anything else).
+      hdrs: headers that define KINDLING_MODULE structs (and anything else),
+        all in this package.
       srcs: the library's sources, as for cc_library.
-      deps: what the headers need, as for cc_library; the module runtime is added.
+      deps: what the headers need, as for cc_library; the module runtime is
+        added. "@kindling//:kindling" gives all of Kindling.
       **kwargs: passed to cc_library (visibility, copts, testonly, ...).
-        include_prefix and strip_include_prefix apply to the generated
-        headers too (runtime/kindling/nn's "kindling/nn/linear.kindling.h").
+        include_prefix, strip_include_prefix and includes apply to the
+        generated headers and the generator's parse too (runtime/kindling/nn's
+        "kindling/nn/linear.kindling.h"), as do the defines, local_defines and
+        the -D/-U/-I/-isystem/-iquote/-std= flags in copts.
         `kindling_gen_copts` adds Clang flags for the generator only.
     """
-    # The library's own defines reach its compile actions, so the parse sees
-    # them too.
+    # The library's own defines and include flags reach its compile actions,
+    # so the parse sees them too.
     gen_copts = ["-D" + define for define in kwargs.get("defines", []) + kwargs.get("local_defines", [])]
+    copts = kwargs.get("copts", [])
+    if type(copts) == type([]):
+        gen_copts += [
+            copt
+            for copt in copts
+            if [prefix for prefix in _GENERATOR_COPT_PREFIXES if copt.startswith(prefix)]
+        ]
     gen_copts += kwargs.pop("kindling_gen_copts", [])
     include_prefix = kwargs.pop("include_prefix", None)
     strip_include_prefix = kwargs.pop("strip_include_prefix", None)
-    all_deps = deps + [dep for dep in _MODULE_RUNTIME if dep not in deps]
+    includes = kwargs.pop("includes", [])
+    _check_headers(name, hdrs, strip_include_prefix, include_prefix)
+
+    # A dep the caller names already is not added twice (Bazel rejects
+    # duplicates); the runtime's labels print as the caller spells them when
+    # written in full ("@kindling//runtime/kindling/module:record").
+    spelled_deps = [str(dep) for dep in deps] if type(deps) == type([]) else []
+    all_deps = deps + [dep for dep in _MODULE_RUNTIME if str(dep) not in spelled_deps]
     testonly = kwargs.get("testonly", False)
 
     # The headers alone, as their library's users see them: the generator
@@ -227,6 +260,7 @@ def kindling_module_library(name, hdrs, srcs = [], deps = [], **kwargs):
         deps = all_deps,
         include_prefix = include_prefix,
         strip_include_prefix = strip_include_prefix,
+        includes = includes,
         testonly = testonly,
         visibility = ["//visibility:private"],
     )
@@ -249,5 +283,6 @@ def kindling_module_library(name, hdrs, srcs = [], deps = [], **kwargs):
         deps = all_deps,
         include_prefix = include_prefix,
         strip_include_prefix = strip_include_prefix,
+        includes = includes,
         **kwargs
     )

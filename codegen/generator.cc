@@ -1,7 +1,10 @@
 #include "codegen/generator.h"
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "clang/AST/ASTConsumer.h"
 #include "clang/AST/ASTContext.h"
@@ -10,16 +13,15 @@
 #include "clang/Frontend/FrontendAction.h"
 #include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "clang/Tooling/Tooling.h"
+#include "codegen/clang_resource_dir.h"
+#include "codegen/diagnostics.h"
 #include "codegen/module_collector.h"
 #include "codegen/module_emitter.h"
+#include "codegen/parse_checks.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/VirtualFileSystem.h"
 #include "llvm/Support/raw_ostream.h"
-
-#ifndef KINDLING_CLANG_RESOURCE_DIR
-#define KINDLING_CLANG_RESOURCE_DIR "/usr/lib/llvm-14/lib/clang/14.0.6"
-#endif
 
 namespace kindling::codegen {
 namespace {
@@ -77,12 +79,18 @@ class GenerateAction : public clang::ASTFrontendAction {
  protected:
   std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(
       clang::CompilerInstance& compiler, llvm::StringRef /*file*/) override {
+    parse_diagnostics_ =
+        std::make_unique<Diagnostics>(compiler.getDiagnostics());
+    InstallParseChecks(compiler.getPreprocessor(), *parse_diagnostics_,
+                       compiler.getDiagnostics());
     return std::make_unique<GenerateConsumer>(
         options_, compiler.getPreprocessor(), compiler.getDiagnostics());
   }
 
  private:
   const GeneratorOptions& options_;
+  // What the parse checks report through; lives as long as the parse.
+  std::unique_ptr<Diagnostics> parse_diagnostics_;
 };
 
 bool HasFlag(const std::vector<std::string>& flags, llvm::StringRef prefix) {
@@ -92,15 +100,15 @@ bool HasFlag(const std::vector<std::string>& flags, llvm::StringRef prefix) {
   return false;
 }
 
-// The compiler command: the user's flags, a syntax-only C++ parse, and the
-// builtin headers of the Clang this tool links (the driver would otherwise
-// look for them next to the kindling-gen binary).
-std::vector<std::string> CommandLine(const GeneratorOptions& options) {
+// The compiler command: the user's flags, a syntax-only C++ parse, and
+// `resource_dir`, the builtin headers (empty when the flags name their own).
+std::vector<std::string> CommandLine(const GeneratorOptions& options,
+                                     const std::string& resource_dir) {
   std::vector<std::string> command = {"clang++"};
   command.insert(command.end(), options.compiler_flags.begin(),
                  options.compiler_flags.end());
-  if (!HasFlag(options.compiler_flags, "-resource-dir")) {
-    command.push_back("-resource-dir=" KINDLING_CLANG_RESOURCE_DIR);
+  if (!resource_dir.empty()) {
+    command.push_back("-resource-dir=" + resource_dir);
   }
   if (!HasFlag(options.compiler_flags, "-x")) {
     command.push_back("-xc++-header");
@@ -113,10 +121,9 @@ std::vector<std::string> CommandLine(const GeneratorOptions& options) {
   return command;
 }
 
-// Reports a missing header once, in clang's format, instead of the driver's
-// three follow-on errors.
-bool CheckInputExists(const std::string& path) {
-  if (llvm::sys::fs::exists(path)) return true;
+// Reports `message` as an error without a location, in clang's format: for
+// what goes wrong before the header is parsed.
+void ReportSetupError(const std::string& message) {
   llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> options(
       new clang::DiagnosticOptions());
   clang::TextDiagnosticPrinter printer(llvm::errs(), options.get());
@@ -124,9 +131,16 @@ bool CheckInputExists(const std::string& path) {
       llvm::IntrusiveRefCntPtr<clang::DiagnosticIDs>(
           new clang::DiagnosticIDs()),
       options, &printer, /*ShouldOwnClient=*/false);
-  diagnostics.Report(diagnostics.getCustomDiagID(
-      clang::DiagnosticsEngine::Error, "header '%0' not found"))
-      << path;
+  diagnostics.Report(
+      diagnostics.getCustomDiagID(clang::DiagnosticsEngine::Error, "%0"))
+      << message;
+}
+
+// Reports a missing header once instead of the driver's three follow-on
+// errors.
+bool CheckInputExists(const std::string& path) {
+  if (llvm::sys::fs::exists(path)) return true;
+  ReportSetupError("header '" + path + "' not found");
   return false;
 }
 
@@ -136,11 +150,22 @@ bool RunGenerator(const GeneratorOptions& options) {
   // A stale output from an earlier run must not outlive a failed one.
   llvm::sys::fs::remove(options.output_path);
   if (!CheckInputExists(options.input_path)) return false;
+  // Without a -resource-dir of the caller's, the builtin headers of the
+  // linked Clang: the driver would look next to the kindling-gen binary.
+  std::string resource_dir;
+  if (!HasFlag(options.compiler_flags, "-resource-dir")) {
+    resource_dir = ClangResourceDir();
+    if (const std::optional<std::string> problem =
+            ResourceDirProblem(resource_dir)) {
+      ReportSetupError(*problem);
+      return false;
+    }
+  }
   llvm::IntrusiveRefCntPtr<clang::FileManager> files(new clang::FileManager(
       clang::FileSystemOptions(), llvm::vfs::getRealFileSystem()));
   clang::tooling::ToolInvocation invocation(
-      CommandLine(options), std::make_unique<GenerateAction>(options),
-      files.get());
+      CommandLine(options, resource_dir),
+      std::make_unique<GenerateAction>(options), files.get());
   if (invocation.run()) return true;
   llvm::sys::fs::remove(options.output_path);
   return false;

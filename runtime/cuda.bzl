@@ -53,15 +53,19 @@ CUDA_NVCC_COPTS = [
     "-Xcompiler=" + ",".join(KINDLING_COPTS),
 ] + CUDA_GENCODE
 
+# --config=cuda, as a select() key. Bazel 4.2.3's select() takes only label
+# strings; the Label makes it Kindling's setting from any repository.
+_CUDA_ENABLED = str(Label("//third_party/cuda:enabled"))
+
 # The constraint no platform has: a target requiring it is skipped.
 CUDA_ONLY = select({
-    "//third_party/cuda:enabled": [],
-    "//conditions:default": ["//third_party/cuda:requires_config_cuda"],
+    _CUDA_ENABLED: [],
+    "//conditions:default": [Label("//third_party/cuda:requires_config_cuda")],
 })
 
 def _cuda_enabled(value):
     return select({
-        "//third_party/cuda:enabled": value,
+        _CUDA_ENABLED: value,
         "//conditions:default": [],
     })
 
@@ -93,10 +97,14 @@ def _cuda_archive_impl(ctx):
     )
 
     # The library's own headers resolve from the include root (e.g.
-    # "runtime" for "kindling/..."), in the source and the output trees.
-    flags = ["-I.", "-I" + ctx.bin_dir.path]
+    # "runtime" for "kindling/..."), in the source and the output trees, under
+    # external/<repo> when Kindling is another workspace's @kindling.
+    repository_root = ctx.label.workspace_root
+    output_root = ctx.bin_dir.path + ("/" + repository_root if repository_root else "")
+    flags = ["-I" + (repository_root or "."), "-I" + output_root]
     for root in ctx.attr.include_roots:
-        flags += ["-I" + root, "-I" + ctx.bin_dir.path + "/" + root]
+        source_include = repository_root + "/" + root if repository_root else root
+        flags += ["-I" + source_include, "-I" + output_root + "/" + root]
     for context in contexts:
         flags += _include_flags(context)
     flags = _unique(flags)
@@ -167,8 +175,8 @@ _cuda_archive = rule(
 # Every CUDA library links the runtime and cuBLAS. Nothing else: each library
 # linked is one the GPU host must provide (cuRAND, never called, was 132 MB).
 CUDA_LIBS = [
-    "@cuda//:cudart",
-    "@cuda//:cublas",
+    Label("@cuda//:cudart"),
+    Label("@cuda//:cublas"),
 ]
 
 def kindling_cuda_library(
@@ -204,7 +212,7 @@ def kindling_cuda_library(
             name = name + "_nvcc",
             srcs = cu_srcs,
             hdrs = hdrs + private_hdrs,
-            deps = _cuda_enabled(deps + ["@cuda//:headers"]),
+            deps = _cuda_enabled(deps + [Label("@cuda//:headers")]),
             copts = nvcc_copts,
             include_roots = [include_root] if include_root else ["."],
             alwayslink = alwayslink,

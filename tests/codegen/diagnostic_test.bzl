@@ -2,7 +2,8 @@
 
 The test passes when the generator exits with the expected status, writes no
 output on failure, and prints exactly the expected `file:line:col: kind: ...`
-lines (errors, warnings, notes; the source excerpts and carets are ignored).
+lines (fatal errors, errors, warnings, notes; the source excerpts and carets
+are ignored).
 The header is parsed with the include paths of `deps`, as the real rule does.
 """
 
@@ -39,7 +40,7 @@ else
   if ((status != 0)); then echo "FAIL: kindling-gen exited $status, expected 0"; failed=1; fi
   if [[ ! -s $output ]]; then echo "FAIL: kindling-gen wrote no output"; failed=1; fi
 fi
-grep -E '^[^ ]+:[0-9]+:[0-9]+: (error|warning|note): ' "$stderr" >"$TEST_TMPDIR/actual.txt"
+grep -E '^[^ ]+:[0-9]+:[0-9]+: (fatal error|error|warning|note): ' "$stderr" >"$TEST_TMPDIR/actual.txt"
 if ! diff -u {expected} "$TEST_TMPDIR/actual.txt"; then
   echo "FAIL: diagnostics differ (- expected, + actual)"
   failed=1
@@ -70,7 +71,7 @@ kindling_gen_diagnostic_test = rule(
         "deps": attr.label_list(providers = [CcInfo]),
         "copts": attr.string_list(),
         "_generator": attr.label(
-            default = "//codegen:kindling-gen",
+            default = Label("//codegen:kindling-gen"),
             executable = True,
             cfg = "exec",
         ),

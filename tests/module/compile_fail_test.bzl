@@ -13,11 +13,11 @@ def _compile_fail_test_impl(ctx):
         cc_infos = [dep[CcInfo] for dep in ctx.attr.deps],
     ).compilation_context
     # The flags kindling-gen parses with are plain C++ flags but for the
-    # header mode and Clang's resource dir, which g++ does not take.
+    # header mode, which g++ does not take.
     flags = [
         runfiles_path(ctx.bin_dir.path, flag)
         for flag in kindling_compiler_flags(compilation_context, ctx.bin_dir.path)
-        if not flag.startswith("-resource-dir=") and flag != "-xc++-header"
+        if flag != "-xc++-header"
     ]
     wrapper = ctx.actions.declare_file(ctx.label.name + "_compiler_env.sh")
     ctx.actions.write(

@@ -52,9 +52,11 @@ FAKE
   chmod +x "$work/bin"/*
 }
 
+# run_wrapper [ARGS...]: the script with ARGS (default: test //...).
 run_wrapper() {
+  (($# > 0)) || set -- test //...
   PATH="$work/bin:/usr/bin:/bin" BAZEL_REAL="$work/bin/fake-bazel" \
-    bash "$script" test //... >"$work/out" 2>"$work/err"
+    bash "$script" "$@" >"$work/out" 2>"$work/err"
 }
 
 # 1. Everything installed: no apt-get, Bazel runs with the arguments.
@@ -92,8 +94,24 @@ tail -n 1 "$work/err" | grep -q '^tools/bazel: apt-get could not install clang-1
   fail "apt failure: last line: $(tail -n 1 "$work/err")"
 grep -q 'bazel ran' "$work/out" && fail "apt failure: bazel ran anyway"
 
+# 6. --install-only: installs the missing packages a workspace using Kindling
+# needs, not the development ones, and runs no Bazel.
+make_fakes 0 "libopenblas-dev python3-torch" yes yes
+run_wrapper --install-only || fail "install-only: exit $?"
+grep -q 'apt-get install .*libopenblas-dev' "$work/calls" ||
+  fail "install-only: libopenblas-dev not installed: $(cat "$work/calls")"
+grep -q 'python3-torch' "$work/calls" && fail "install-only: installed a development package"
+grep -q 'bazel ran' "$work/out" && fail "install-only: bazel ran"
+
+# 7. --list-packages: that same list, one a line, nothing installed or run.
+make_fakes 0 "libopenblas-dev" yes yes
+run_wrapper --list-packages || fail "list-packages: exit $?"
+grep -qx 'libopenblas-dev' "$work/out" || fail "list-packages: libopenblas-dev missing: $(cat "$work/out")"
+grep -qx 'python3-torch' "$work/out" && fail "list-packages: lists a development package"
+[[ -s $work/calls ]] && fail "list-packages: apt-get was called"
+
 if ((failures > 0)); then
   echo "$failures check(s) failed"
   exit 1
 fi
-echo "tools/bazel set-up logic: all 5 cases pass"
+echo "tools/bazel set-up logic: all 7 cases pass"

@@ -14,6 +14,13 @@
 #ifndef KINDLING_CORE_CHECK_H_
 #define KINDLING_CORE_CHECK_H_
 
+// Kindling is C++20 (concepts, designated initializers, std::span); gcc 12
+// defaults to C++17. Say so before the errors C++17 would give.
+#if __cplusplus < 202002L
+#error \
+    "Kindling needs C++20: add `build --cxxopt=-std=c++20 --host_cxxopt=-std=c++20` to your .bazelrc (docs/use-in-your-project.md)"
+#endif
+
 #include <string>
 
 #include "absl/base/optimization.h"

@@ -13,6 +13,13 @@
 #ifndef KINDLING_MODULE_ANNOTATIONS_H_
 #define KINDLING_MODULE_ANNOTATIONS_H_
 
+// Kindling is C++20 (concepts, designated initializers, std::span); gcc 12
+// defaults to C++17. Say so before the errors C++17 would give.
+#if __cplusplus < 202002L
+#error \
+    "Kindling needs C++20: add `build --cxxopt=-std=c++20 --host_cxxopt=-std=c++20` to your .bazelrc (docs/use-in-your-project.md)"
+#endif
+
 #if defined(__clang__)
 #define KINDLING_MODULE [[clang::annotate("kindling::module")]]
 #define KINDLING_SKIP [[clang::annotate("kindling::skip")]]
