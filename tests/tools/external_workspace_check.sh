@@ -29,7 +29,7 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 example="$root/examples/external_workspace"
 bazel="$root/tools/bazel"
-cache_dir=${KINDLING_EXTERNAL_CACHE:-$HOME/.cache/kindling-external-workspace}
+cache_dir=${KINDLING_EXTERNAL_CACHE:-${HOME:-/tmp}/.cache/kindling-external-workspace}
 # One output base per checkout: two checkouts must not share a server.
 checkout_id=$(printf '%s' "$root" | md5sum | cut -c1-12)
 output_base="$cache_dir/$checkout_id/example"
