@@ -31,19 +31,20 @@ attribute of the `kindling` repository (`repo_mapping = {"@googletest":
 "@com_google_googletest"}`), provided it has those targets.
 """
 
-# The system libraries: name -> (path, BUILD file in Kindling's third_party/).
+# The system libraries: name -> (path, BUILD file in Kindling's third_party/,
+# a Label so that it names Kindling's file from any workspace).
 _SYSTEM_REPOSITORIES = {
-    "absl": ("/usr", "//third_party:absl.BUILD"),
-    "googletest": ("/usr", "//third_party:googletest.BUILD"),
-    "benchmark": ("/usr", "//third_party:benchmark.BUILD"),
-    "openblas": ("/usr", "//third_party:openblas.BUILD"),
+    "absl": ("/usr", Label("//third_party:absl.BUILD")),
+    "googletest": ("/usr", Label("//third_party:googletest.BUILD")),
+    "benchmark": ("/usr", Label("//third_party:benchmark.BUILD")),
+    "openblas": ("/usr", Label("//third_party:openblas.BUILD")),
     # LLVM/Clang 14 for kindling-gen (codegen/). Its own path: the headers
     # live in /usr/lib/llvm-14/include, not on the system include path.
-    "llvm": ("/usr/lib/llvm-14", "//third_party:llvm.BUILD"),
-    "zlib": ("/usr", "//third_party:zlib.BUILD"),
+    "llvm": ("/usr/lib/llvm-14", Label("//third_party:llvm.BUILD")),
+    "zlib": ("/usr", Label("//third_party:zlib.BUILD")),
     # The CUDA Toolkit (nvcc, cudart, cuBLAS), used only by --config=cuda
     # builds (runtime/cuda.bzl); the default build never reads it.
-    "cuda": ("/usr/local/cuda", "//third_party/cuda:cuda.BUILD"),
+    "cuda": ("/usr/local/cuda", Label("//third_party/cuda:cuda.BUILD")),
 }
 
 # Offline stand-ins for repositories Bazel 4.2.3 asks for on every build: the
@@ -81,5 +82,5 @@ def kindling_dependencies():
                 path = path,
                 # new_local_repository takes the BUILD file as a label string;
                 # Label() resolves it in Kindling's repository.
-                build_file = str(Label(build_file)),
+                build_file = str(build_file),
             )
