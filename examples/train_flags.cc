@@ -3,7 +3,7 @@
 #include "absl/flags/flag.h"
 
 // The defaults reach the examples' accuracy goals: 10 epochs give the MLP
-// 0.899 and the CNN 0.926 test accuracy (see the README's Training section).
+// 0.899 and the CNN 0.926 test accuracy (see docs/training.md).
 ABSL_FLAG(int64_t, epochs, 10, "training epochs");
 ABSL_FLAG(int64_t, batch_size, 128, "samples per step");
 ABSL_FLAG(double, lr, 1e-3, "Adam's peak learning rate (cosine decay to 0)");

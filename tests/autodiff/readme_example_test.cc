@@ -1,5 +1,5 @@
-// The README's autodiff example, kept compiling and converging: linear
-// regression with two Params, Backward() and a hand-written SGD step.
+// The autodiff example of docs/autodiff.md, kept compiling and converging:
+// linear regression with two Params, Backward() and a hand-written SGD step.
 #include <cmath>
 #include <vector>
 
@@ -13,7 +13,7 @@ namespace kindling {
 namespace {
 
 TEST(ReadmeExampleTest, LinearRegressionConverges) {
-  // --- README example begins ---
+  // --- docs/autodiff.md example begins ---
   Generator generator(/*seed=*/0);
   const Tensor<2> x = Tensor<2>::RandomNormal({64, 3}, generator);
   const Tensor<2> w_true = Tensor<2>::FromData<float>({1, -2, 3}, {3, 1});
@@ -36,7 +36,7 @@ TEST(ReadmeExampleTest, LinearRegressionConverges) {
     b = b.with_value((*b - db * 0.1).set_require_grad(true));
   }
   // w -> [1, -2, 3], b -> 0.5, loss -> 0
-  // --- README example ends ---
+  // --- docs/autodiff.md example ends ---
   EXPECT_LT(loss_value, 1e-6);
   const std::vector<float> learned = w->to_data<float>();
   EXPECT_NEAR(1, learned[0], 1e-3);
