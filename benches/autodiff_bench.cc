@@ -11,6 +11,13 @@
 //   BM_ForwardBackward     forward + Backward(). `vs_forward`: its time / the
 //                          recording forward alone.
 //
+// BM_ForwardGradOn and BM_ForwardBackward also report `ratio_vs_torch` and
+// `ratio_vs_torch113`: their time / the same forward (or forward + backward
+// of every weight) in today's PyTorch (tools/peers) and Debian's 1.13, the
+// same MLP written with the same ops (benches/peers/torch_ops.py
+// mlp_forward, mlp_forward_backward; benches/torch_peer.h). <= 1 means
+// Kindling is at least as fast.
+//
 // Each ratio's peer runs interleaved with the op inside the same benchmark
 // (one peer call after every iteration, timer paused), so both see the same
 // machine load.
@@ -19,10 +26,13 @@
 //       --benchmark_report_aggregates_only=true
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "benches/torch_peer.h"
 #include "benchmark/benchmark.h"
 #include "kindling/autodiff/backward.h"
+#include "kindling/backend/cpu/parallel.h"
 #include "kindling/tensor/grad_mode.h"
 #include "kindling/tensor/tensor.h"
 
@@ -79,10 +89,13 @@ double Seconds(std::chrono::steady_clock::duration duration) {
 }
 
 // Times `op` per iteration and `peer` once after each (timer paused), and
-// reports op time / peer time as `counter`.
+// reports op time / peer time as `counter`; with a `torch_op`, also the
+// PyTorch peers' time of it (bench::PeerSteps).
 template <class Op, class Peer>
-void RunWithPeer(benchmark::State& state, const char* counter, Op op,
-                 Peer peer) {
+void RunWithPeer(benchmark::State& state, const char* counter, Op op, Peer peer,
+                 const char* torch_op = nullptr) {
+  std::optional<bench::PeerSteps> torch;
+  if (torch_op != nullptr) torch.emplace(torch_op, cpu::MaxThreads());
   std::chrono::steady_clock::duration op_time{}, peer_time{};
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
@@ -92,9 +105,11 @@ void RunWithPeer(benchmark::State& state, const char* counter, Op op,
     const auto peer_start = std::chrono::steady_clock::now();
     peer();
     peer_time += std::chrono::steady_clock::now() - peer_start;
+    if (torch.has_value()) torch->Run();
     state.ResumeTiming();
   }
   state.counters[counter] = Seconds(op_time) / Seconds(peer_time);
+  if (torch.has_value()) torch->Report(state, Seconds(op_time));
 }
 
 void BM_ForwardGradOn(benchmark::State& state) {
@@ -104,7 +119,7 @@ void BM_ForwardGradOn(benchmark::State& state) {
   RunWithPeer(
       state, "on_vs_off",
       [&] { benchmark::DoNotOptimize(Forward(trainable, batch)); },
-      [&] { benchmark::DoNotOptimize(Forward(plain, batch)); });
+      [&] { benchmark::DoNotOptimize(Forward(plain, batch)); }, "mlp_forward");
 }
 BENCHMARK(BM_ForwardGradOn)->Unit(benchmark::kMicrosecond);
 
@@ -131,11 +146,14 @@ void BM_ForwardBackward(benchmark::State& state) {
         const Tensor<0> loss = Forward(trainable, batch);
         benchmark::DoNotOptimize(Backward(loss));
       },
-      [&] { benchmark::DoNotOptimize(Forward(trainable, batch)); });
+      [&] { benchmark::DoNotOptimize(Forward(trainable, batch)); },
+      "mlp_forward_backward");
 }
 BENCHMARK(BM_ForwardBackward)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace kindling
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  return kindling::bench::PeerBenchmarkMain(argc, argv);
+}

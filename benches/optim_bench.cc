@@ -14,8 +14,15 @@
 //                         (MemoryStats). Goal 0.
 //     peak_vs_4x_model    peak tracked tensor bytes / (4 x model bytes):
 //                         parameters, gradients and two moments. Goal 1.0.
+//     ratio_vs_torch      step time / torch.optim.Adam(lr=1e-3).step() on the
+//     ratio_vs_torch113   same model with the same gradients, in today's
+//                         PyTorch (tools/peers) and Debian's 1.13
+//                         (benches/torch_peer.h), timed after every step
+//                         with the timer paused. <= 1 means Kindling's step
+//                         is at least as fast.
 //   BM_SgdMomentumStep/L/W  the same for SGD with momentum (5x the bytes:
-//                         param, grad, buffer read; param, buffer written).
+//                         param, grad, buffer read; param, buffer written;
+//                         peer torch.optim.SGD(lr=0.01, momentum=0.9)).
 //
 //   tools/bazel run //benches:optim_bench -- --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
@@ -23,11 +30,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "benches/bench_models.kindling.h"
+#include "benches/torch_peer.h"
 #include "benchmark/benchmark.h"
 #include "kindling/autodiff/gradients.h"
+#include "kindling/backend/cpu/parallel.h"
 #include "kindling/module/erased.h"
 #include "kindling/optim/optimizer.h"
 #include "kindling/tensor/memory_stats.h"
@@ -77,9 +87,15 @@ int64_t ModelBytes(const Model& model) {
 
 // Steps `optimizer` on a fresh model, reporting the counters above.
 // `passes` is how many times the step reads or writes the model's bytes.
-void MeasureStep(benchmark::State& state, Optimizer optimizer, int passes) {
+// `torch_op` names the same step in benches/peers/torch_ops.py, without the
+// "_<L>x<W>" suffix.
+void MeasureStep(benchmark::State& state, Optimizer optimizer, int passes,
+                 const std::string& torch_op) {
   const int layers = static_cast<int>(state.range(0));
   const int64_t width = state.range(1);
+  bench::PeerSteps torch(
+      torch_op + "_" + std::to_string(layers) + "x" + std::to_string(width),
+      cpu::MaxThreads());
   ResetMemoryStats(Device::Cpu());
   const int64_t live_before = GetMemoryStats(Device::Cpu()).bytes_live;
   Model model = MakeModel(layers, width);
@@ -109,6 +125,7 @@ void MeasureStep(benchmark::State& state, Optimizer optimizer, int passes) {
     std::memcpy(target.data(), source.data(), model_bytes);
     benchmark::ClobberMemory();
     copy_seconds += Seconds(std::chrono::steady_clock::now() - copy_start);
+    torch.Run();
     state.ResumeTiming();
   }
   const MemoryStats stats = GetMemoryStats(Device::Cpu());
@@ -124,10 +141,11 @@ void MeasureStep(benchmark::State& state, Optimizer optimizer, int passes) {
   state.counters["peak_vs_4x_model"] =
       static_cast<double>(stats.peak_bytes - live_before) / (4.0 * model_bytes);
   state.counters["model_MiB"] = model_bytes / double{1 << 20};
+  torch.Report(state, step_seconds);
 }
 
 void BM_AdamStep(benchmark::State& state) {
-  MeasureStep(state, *Optimizer::Adam({}), /*passes=*/7);
+  MeasureStep(state, *Optimizer::Adam({}), /*passes=*/7, "adam_step");
 }
 BENCHMARK(BM_AdamStep)
     ->Args({20, 2048})
@@ -137,7 +155,7 @@ BENCHMARK(BM_AdamStep)
 
 void BM_SgdMomentumStep(benchmark::State& state) {
   MeasureStep(state, *Optimizer::Sgd({.lr = 0.01, .momentum = 0.9}),
-              /*passes=*/5);
+              /*passes=*/5, "sgd_momentum_step");
 }
 BENCHMARK(BM_SgdMomentumStep)
     ->Args({20, 2048})
@@ -148,4 +166,6 @@ BENCHMARK(BM_SgdMomentumStep)
 }  // namespace
 }  // namespace kindling
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  return kindling::bench::PeerBenchmarkMain(argc, argv);
+}

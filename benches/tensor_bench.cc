@@ -15,22 +15,25 @@
 //   BM_MulScalarF32  16M-element x * 2.0  `ratio_vs_memcpy` (1 read + 1
 //                    write); BM_MulScalarSmallF32 the same at 16..16K floats.
 //   BM_Reduce/<op>_<where>, BM_Softmax/<op>_<where>, BM_Unary/<op>
-//                    `vs_torch`: PyTorch's median time for the same op on the
-//                    same shape / Kindling's median time (>= 1 means at least
-//                    as fast). <where> is `all` (a 16M-element vector),
-//                    `last` or `first` (axis 1 or 0 of a [4096, 1024]
-//                    matrix); the unary ops run on the matrix. PyTorch runs
-//                    in a child process, benches/peers/torch_ops.py --serve
-//                    (/usr/bin/python3, as many threads as Kindling's
-//                    OpenMP), one timed call after each Kindling iteration.
+//                    `vs_torch` / `vs_torch113`: today's PyTorch's (from
+//                    tools/peers) or Debian's 1.13's median time for the
+//                    same op on the same shape / Kindling's median time
+//                    (>= 1 means at least as fast). <where> is `all` (a
+//                    16M-element vector), `last` or `first` (axis 1 or 0 of a
+//                    [4096, 1024] matrix); the unary ops run on the matrix.
+//                    Each PyTorch runs in a child process,
+//                    benches/peers/torch_ops.py
+//                    --serve (benches/torch_peer.h: same threads, same
+//                    cores), one timed call after each Kindling iteration.
 //                    `vs_torch_cpu` is the same ratio of process CPU time.
 //   BM_LayerNorm/layer_norm_last, BM_LayerNorm/layer_norm_backward
-//                    `vs_torch` as above for nn::LayerNormOp over the last
-//                    axis of the [4096, 1024] matrix (gamma ones, beta
-//                    zeros, eps 1e-5) against torch.nn.functional.layer_norm:
-//                    the forward alone, and forward + backward of all three
-//                    operands for a N(0, 1) output gradient (Kindling's
-//                    Backward(), torch.autograd.grad).
+//                    `vs_torch`, `vs_torch113` as above for nn::LayerNormOp
+//                    over the last axis of the [4096, 1024] matrix (gamma ones,
+//                    beta zeros, eps 1e-5) against
+//                    torch.nn.functional.layer_norm: the forward alone, and
+//                    forward + backward of all three operands for a N(0, 1)
+//                    output gradient (Kindling's Backward(),
+//                    torch.autograd.grad).
 // Each ratio's peer runs interleaved with the op inside the same benchmark
 // (one peer call after every iteration, timer paused), so both see the same
 // machine load; BM_Memcpy and BM_CblasSgemm also run alone for reference.
@@ -38,18 +41,10 @@
 //   tools/bazel run //benches:tensor_bench -- --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
 //
-// Kindling and the PyTorch child take turns on the same cores, and with
-// libgomp's default wait policy each one's OpenMP workers keep spinning for a
-// while after every parallel region, stealing the cores the other process
-// needs next: a 0.7 ms sqrt was measured at 7 ms that way. So main() runs the
-// benchmark with OMP_WAIT_POLICY=passive (re-executing itself once to set it,
-// since libgomp reads it at load; the child inherits it) unless the caller
-// set a policy.
+// It runs with OMP_WAIT_POLICY=passive unless the caller set a policy
+// (bench::PeerBenchmarkMain says why).
 #include <cblas.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -60,6 +55,7 @@
 #include <string>
 #include <vector>
 
+#include "benches/torch_peer.h"
 #include "benchmark/benchmark.h"
 #include "kindling/autodiff/backward.h"
 #include "kindling/backend/cpu/parallel.h"
@@ -203,120 +199,6 @@ BENCHMARK(BM_SoftmaxF32)->Unit(benchmark::kMillisecond)->UseRealTime();
 // --- Against PyTorch
 // ----------------------------------------------------------
 
-// TorchPeer is benches/peers/torch_ops.py --serve as a child process: one
-// request line "<op> <runs> <warmups>" in, "<op> <median wall seconds>
-// <median CPU seconds>" out. It
-// starts on first use and lives until the benchmark binary exits; error() is
-// non-empty when it could not start or stopped answering.
-class TorchPeer {
- public:
-  static TorchPeer& Get() {
-    static TorchPeer* peer = new TorchPeer();  // never destroyed: exit reaps it
-    return *peer;
-  }
-
-  const std::string& error() const { return error_; }
-
-  // Timing: median wall and process CPU seconds (all threads) of runs.
-  struct Timing {
-    double wall = -1;
-    double cpu = -1;
-  };
-
-  // Time() is torch's median time of `runs` calls of `op` after `warmups`
-  // untimed ones, or negative times (and error() set) on failure.
-  Timing Time(const std::string& op, int runs, int warmups) {
-    if (!error_.empty()) return {};
-    const std::string request =
-        op + " " + std::to_string(runs) + " " + std::to_string(warmups) + "\n";
-    if (write(to_child_, request.data(), request.size()) !=
-        static_cast<ssize_t>(request.size())) {
-      error_ = "torch peer: write failed";
-      return {};
-    }
-    char line[256];
-    if (std::fgets(line, sizeof(line), from_child_) == nullptr) {
-      error_ = "torch peer: no answer for " + op;
-      return {};
-    }
-    char name[128];
-    Timing timing;
-    if (std::sscanf(line, "%127s %lf %lf", name, &timing.wall, &timing.cpu) !=
-            3 ||
-        name != op) {
-      error_ = "torch peer: bad answer for " + op + ": " + line;
-      return {};
-    }
-    return timing;
-  }
-
- private:
-  TorchPeer() {
-    const std::string script = FindScript();
-    if (script.empty()) {
-      error_ = "torch peer: benches/peers/torch_ops.py not found";
-      return;
-    }
-    int request_pipe[2];
-    int answer_pipe[2];
-    if (pipe(request_pipe) != 0 || pipe(answer_pipe) != 0) {
-      error_ = "torch peer: pipe failed";
-      return;
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, request_pipe[0], STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, answer_pipe[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, request_pipe[1]);
-    posix_spawn_file_actions_addclose(&actions, answer_pipe[0]);
-    const char* python = "/usr/bin/python3";
-    // Torch gets as many threads as Kindling's kernels use.
-    std::string threads = "--threads=" + std::to_string(cpu::MaxThreads());
-    std::vector<char*> argv = {
-        const_cast<char*>(python), const_cast<char*>(script.c_str()),
-        const_cast<char*>("--serve"), threads.data(), nullptr};
-    pid_t pid;
-    const int spawned =
-        posix_spawn(&pid, python, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(request_pipe[0]);
-    close(answer_pipe[1]);
-    if (spawned != 0) {
-      error_ = std::string("torch peer: cannot run ") + python + ": " +
-               std::strerror(spawned);
-      return;
-    }
-    to_child_ = request_pipe[1];
-    from_child_ = fdopen(answer_pipe[0], "r");
-  }
-
-  // FindScript() is torch_ops.py in the source tree under `tools/bazel run`,
-  // else in the runfiles (the working directory of `bazel run` and `bazel
-  // test`, or next to the binary).
-  static std::string FindScript() {
-    constexpr char kPath[] = "benches/peers/torch_ops.py";
-    std::vector<std::string> candidates;
-    if (const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY")) {
-      candidates.push_back(std::string(workspace) + "/" + kPath);
-    }
-    candidates.push_back(kPath);
-    char self[4096];
-    const ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (length > 0) {
-      candidates.push_back(std::string(self, length) + ".runfiles/kindling/" +
-                           kPath);
-    }
-    for (const std::string& candidate : candidates) {
-      if (access(candidate.c_str(), R_OK) == 0) return candidate;
-    }
-    return "";
-  }
-
-  std::string error_;
-  int to_child_ = -1;
-  FILE* from_child_ = nullptr;
-};
-
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t middle = values.size() / 2;
@@ -366,24 +248,28 @@ double ProcessCpuSeconds() {
   return now.tv_sec + 1e-9 * now.tv_nsec;
 }
 
-// Runs `op` on the shared inputs each iteration and torch_ops.py's op
-// `torch_op` once after it (timer paused), and reports both medians and
-// vs_torch = torch median / Kindling median; vs_torch_cpu is the same ratio
-// of process CPU time (both threads; on a machine shared with other work it
-// counts only the time the op was on a core).
+// Runs `op` on the shared inputs each iteration and, after it (timer
+// paused), torch_ops.py's op `torch_op` once in each peer of
+// bench::TorchOpsPeers() (today's torch, Debian's 1.13). Reports
+// kindling_ms, and for each peer <label>_ms, vs_<label> = peer median /
+// Kindling median and vs_<label>_cpu, the same ratio of process CPU time
+// (both threads; on a machine shared with other work it counts only the time
+// the op was on a core). <label> is torch (today's) or torch113.
 template <class Op>
 void CompareWithTorch(benchmark::State& state, const std::string& torch_op,
                       Op op) {
   const TorchCaseInputs& inputs = Inputs();
-  TorchPeer& torch = TorchPeer::Get();
-  op(inputs);  // warm up both
-  torch.Time(torch_op, 1, 2);
-  if (!torch.error().empty()) {
-    state.SkipWithError(torch.error().c_str());
+  const std::vector<bench::TorchOpsPeer*>& peers =
+      bench::TorchOpsPeers(cpu::MaxThreads());
+  if (peers.empty()) {
+    state.SkipWithError("no PyTorch peer could start (see stderr)");
     return;
   }
+  op(inputs);  // warm up all
+  for (bench::TorchOpsPeer* peer : peers) peer->Time(torch_op, 1, 2);
   std::vector<double> ours, ours_cpu;
-  std::vector<double> theirs, theirs_cpu;
+  std::vector<std::vector<double>> theirs(peers.size()),
+      theirs_cpu(peers.size());
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     const double start_cpu = ProcessCpuSeconds();
@@ -391,19 +277,25 @@ void CompareWithTorch(benchmark::State& state, const std::string& torch_op,
     ours_cpu.push_back(ProcessCpuSeconds() - start_cpu);
     ours.push_back(Seconds(std::chrono::steady_clock::now() - start));
     state.PauseTiming();
-    const TorchPeer::Timing timing = torch.Time(torch_op, 1, 0);
-    theirs.push_back(timing.wall);
-    theirs_cpu.push_back(timing.cpu);
+    for (size_t i = 0; i < peers.size(); ++i) {
+      const bench::TorchOpsPeer::Timing timing = peers[i]->Time(torch_op, 1, 0);
+      theirs[i].push_back(timing.wall);
+      theirs_cpu[i].push_back(timing.cpu);
+    }
     state.ResumeTiming();
   }
-  if (!torch.error().empty()) {
-    state.SkipWithError(torch.error().c_str());
-    return;
-  }
   state.counters["kindling_ms"] = Median(ours) * 1e3;
-  state.counters["torch_ms"] = Median(theirs) * 1e3;
-  state.counters["vs_torch"] = Median(theirs) / Median(ours);
-  state.counters["vs_torch_cpu"] = Median(theirs_cpu) / Median(ours_cpu);
+  for (size_t i = 0; i < peers.size(); ++i) {
+    if (!peers[i]->error().empty()) {
+      state.SkipWithError(peers[i]->error().c_str());
+      return;
+    }
+    const std::string& label = peers[i]->label();
+    state.counters[label + "_ms"] = Median(theirs[i]) * 1e3;
+    state.counters["vs_" + label] = Median(theirs[i]) / Median(ours);
+    state.counters["vs_" + label + "_cpu"] =
+        Median(theirs_cpu[i]) / Median(ours_cpu);
+  }
 }
 
 template <class T>
@@ -549,15 +441,5 @@ BENCHMARK(BM_MatmulF32)->Unit(benchmark::kMillisecond)->UseRealTime();
 }  // namespace kindling
 
 int main(int argc, char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
-    setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/1);
-    execv("/proc/self/exe", argv);
-    std::perror("tensor_bench: re-executing with OMP_WAIT_POLICY=passive");
-    return 1;
-  }
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return kindling::bench::PeerBenchmarkMain(argc, argv);
 }

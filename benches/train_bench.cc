@@ -1,17 +1,27 @@
-// Training throughput against PyTorch: one epoch of Fashion-MNIST, batch 128,
-// Adam 1e-3, in Kindling and in PyTorch 1.13 (benches/peers/train_torch.py,
-// 2 threads) on the same data order, run back to back in each repetition,
-// for the MLP 784-256-256-256-LayerNorm-10 (examples/mlp.h) and the CNN
-// conv32-pool-conv64-pool-fc128-fc10 (examples/cnn.h).
+// Training throughput against its peers: one epoch of Fashion-MNIST, batch
+// 128, Adam 1e-3, in Kindling and in each peer on the same data order, run
+// back to back in each repetition, for the MLP 784-256-256-256-LayerNorm-10
+// (examples/mlp.h) and the CNN conv32-pool-conv64-pool-fc128-fc10
+// (examples/cnn.h). The peers (benches/peers/, each a child process on this
+// process's cores with Kindling's thread count):
+//   torch          today's PyTorch, eager (tools/peers' environment)
+//   torch113       Debian's PyTorch 1.13, eager
+//   torch_compile  today's PyTorch, torch.compile (TorchInductor)
+//   jax            JAX, one jit-compiled train step, the torch peers'
+//                  initial weights
+// Without tools/peers' environment only torch113 runs.
 //
-//   tools/bazel run //benches:train_bench -- --benchmark_repetitions=5
-//       --benchmark_report_aggregates_only=true   (one command line)
+//   taskset -c 0,1 tools/bazel run //benches:train_bench --
+//       --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 //
-// Counters: kindling_epoch_s and torch_epoch_s (seconds per epoch),
-// ratio_vs_torch = kindling / torch (goals: MLP <= 0.5, CNN <= 0.7), and the
-// peak RSS of each process in MiB (Kindling's includes the data set, as the
-// script's does; it is the process's peak so far, so run one model per
-// invocation with --benchmark_filter for a per-model figure).
+// Counters: kindling_epoch_s and <peer>_epoch_s (seconds per epoch, compile
+// time excluded: it is <peer>_compile_s), ratio_vs_<peer> = kindling /
+// peer (<= 1: Kindling is faster), <peer>_cores_used (the peer's CPU seconds
+// / its epoch's seconds), the final losses, and the peak RSS of each process
+// in MiB (Kindling's includes the data set, as the scripts' do; it is the
+// process's peak so far, so run one model per invocation with
+// --benchmark_filter for a per-model figure). The loss every 50 steps of
+// every run is printed to stderr side by side.
 //
 // On a GPU (built with --config=cuda), BM_DeviceTrainEpochMlp/Cnn train the
 // same epoch on cuda:0 and on the CPU back to back: ratio_vs_cpu = cuda /
@@ -21,12 +31,13 @@
 //       --benchmark_filter=Device
 // KINDLING_TRAIN_BENCH_SAMPLES=N trains on the first N samples of the epoch's
 // order instead of all 60000 (the smoke test). KINDLING_TRAIN_BENCH_NO_PEER=1
-// skips the PyTorch run (no ratio): for profiling Kindling's epoch alone,
+// skips the peers (no ratio): for profiling Kindling's epoch alone,
 //   KINDLING_TRAIN_BENCH_NO_PEER=1 perf record -g bazel-bin/benches/train_bench
 //       --benchmark_filter=Mlp
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -34,11 +45,13 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if KINDLING_BENCH_CUDA
 #include "kindling/backend/cuda/cuda_context.h"
 #endif
+#include "benches/torch_peer.h"
 #include "benchmark/benchmark.h"
 #include "examples/cnn.kindling.h"
 #include "examples/mlp.kindling.h"
@@ -60,6 +73,7 @@ using kindling::Tensor;
 
 constexpr int64_t kBatch = 128;
 constexpr uint64_t kSeed = 42;
+constexpr int kLossEvery = 50;  // as LOSS_EVERY in the peer scripts
 
 // The epoch's samples in EpochOrder(kSeed, 0), cut to the sample limit.
 struct OrderedData {
@@ -109,45 +123,124 @@ double PeakRssMib() {
   return usage.ru_maxrss / 1024.0;
 }
 
-// PeerPython() is the interpreter of the PyTorch peer: $KINDLING_PEER_PYTHON,
-// else Debian's /usr/bin/python3 (the GPU bundle's runner points it at the
-// GPU machine's PyTorch).
-std::string PeerPython() {
-  const char* python = std::getenv("KINDLING_PEER_PYTHON");
-  return python != nullptr && python[0] != '\0' ? python : "/usr/bin/python3";
-}
-
+// PeerResult: what a peer script printed (benches/peers/train_torch.py,
+// train_jax.py): one JSON line of known keys.
 struct PeerResult {
+  std::string version;
   double epoch_seconds = 0;
+  double cpu_seconds = 0;
+  double compile_seconds = 0;
   double peak_rss_mib = 0;
+  double final_loss = 0;
+  std::vector<double> losses;  // every kLossEvery steps
 };
 
-// RunTorch() runs the peer's epoch on `device` ("cpu" or "cuda"). A "cuda"
-// run returns nullopt when the installed PyTorch has no CUDA (the script
-// exits 3 then); any other failure ends the benchmark.
-std::optional<PeerResult> RunTorch(const std::string& model,
-                                   const std::string& device = "cpu") {
+// JsonNumber/JsonString/JsonNumbers read the value of "key" from the peers'
+// flat JSON line (their own output, not user input).
+std::optional<double> JsonNumber(const std::string& json, const char* key) {
+  const std::string tag = std::string("\"") + key + "\": ";
+  const size_t at = json.find(tag);
+  if (at == std::string::npos) return std::nullopt;
+  const char* begin = json.c_str() + at + tag.size();
+  if (*begin == '[') ++begin;  // a one-element list (epoch_seconds)
+  char* end = nullptr;
+  const double value = std::strtod(begin, &end);
+  if (end == begin) return std::nullopt;
+  return value;
+}
+
+std::string JsonString(const std::string& json, const char* key) {
+  const std::string tag = std::string("\"") + key + "\": \"";
+  const size_t at = json.find(tag);
+  if (at == std::string::npos) return "";
+  const size_t begin = at + tag.size();
+  return json.substr(begin, json.find('"', begin) - begin);
+}
+
+std::vector<double> JsonNumbers(const std::string& json, const char* key) {
+  const std::string tag = std::string("\"") + key + "\": [";
+  std::vector<double> values;
+  const size_t at = json.find(tag);
+  if (at == std::string::npos) return values;
+  const char* cursor = json.c_str() + at + tag.size();
+  while (*cursor != ']' && *cursor != '\0') {
+    char* end = nullptr;
+    values.push_back(std::strtod(cursor, &end));
+    if (end == cursor) break;
+    cursor = end;
+    while (*cursor == ',' || *cursor == ' ') ++cursor;
+  }
+  return values;
+}
+
+// A peer's command, by the status it exits with: 0 ran, 3 no CUDA in this
+// torch, 4 no torch.compile in this torch; anything else failed.
+enum class PeerOutcome { kRan, kUnavailable, kFailed };
+
+// RunPeer() runs `script` (under benches/peers/) with `python` on this
+// process's cores and Kindling's thread count, for `model` on `device`, and
+// parses its line; `extra` is appended to the command line.
+PeerOutcome RunPeer(const std::string& python, const std::string& script,
+                    const std::string& model, const std::string& device,
+                    const std::string& extra, PeerResult* result) {
   const std::string command =
-      PeerPython() + " benches/peers/train_torch.py --model " + model +
+      python + " benches/peers/" + script + " --model " + model +
       " --threads " + std::to_string(train::CpuThreads()) + " --batch_size " +
-      std::to_string(kBatch) + " --order " + Data().order_file + " --device " +
-      device;
+      std::to_string(kBatch) + " --order " + Data().order_file +
+      (device == "cpu" ? "" : " --device " + device) + extra;
   FILE* pipe = ::popen(command.c_str(), "r");
-  PeerResult result;
-  char line[4096] = {};
-  const bool read = std::fgets(line, sizeof(line), pipe) != nullptr;
+  std::string line;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) line += buffer;
   const int status = ::pclose(pipe);
-  if (device == "cuda" && WIFEXITED(status) && WEXITSTATUS(status) == 3) {
-    return std::nullopt;
+  if (WIFEXITED(status) &&
+      (WEXITSTATUS(status) == 3 || WEXITSTATUS(status) == 4)) {
+    std::fprintf(stderr, "train_bench: %s: %s", command.c_str(), line.c_str());
+    return PeerOutcome::kUnavailable;
   }
-  if (status != 0 || !read ||
-      std::sscanf(line, "{\"epoch_seconds\": [%lf], \"peak_rss_mib\": %lf",
-                  &result.epoch_seconds, &result.peak_rss_mib) != 2) {
+  const std::optional<double> seconds = JsonNumber(line, "epoch_seconds");
+  if (status != 0 || !seconds.has_value()) {
     std::fprintf(stderr, "train_bench: '%s' failed: %s\n", command.c_str(),
-                 line);
-    std::exit(1);
+                 line.c_str());
+    return PeerOutcome::kFailed;
   }
-  return result;
+  result->version = JsonString(line, "version");
+  result->epoch_seconds = *seconds;
+  result->cpu_seconds = JsonNumber(line, "cpu_seconds").value_or(0);
+  result->compile_seconds = JsonNumber(line, "compile_seconds").value_or(0);
+  result->peak_rss_mib = JsonNumber(line, "peak_rss_mib").value_or(0);
+  result->final_loss = JsonNumber(line, "final_loss").value_or(0);
+  result->losses = JsonNumbers(line, "losses");
+  return PeerOutcome::kRan;
+}
+
+// A peer column of the training benchmarks: a label for its counters, and
+// how to run it.
+struct PeerColumn {
+  std::string label;  // torch, torch113, torch_compile, jax
+  std::string python;
+  std::string script;
+  std::string extra;
+  bool required;  // a failure ends the benchmark (else: column left out)
+};
+
+// PeerColumns(): eager torch for each of kindling::bench::PeerPythons()
+// (today's, Debian's 1.13), and with today's interpreter also torch.compile and
+// JAX.
+std::vector<PeerColumn> PeerColumns() {
+  std::vector<PeerColumn> columns;
+  const std::vector<std::string> pythons = kindling::bench::PeerPythons();
+  for (const std::string& python : pythons) {
+    // The first (today's where installed) must run; another interpreter
+    // without torch (Debian's on the GPU host) only loses its column.
+    columns.push_back({"", python, "train_torch.py", "", columns.empty()});
+  }
+  if (pythons.size() > 1) {
+    columns.push_back(
+        {"torch_compile", pythons[0], "train_torch.py", " --compile", false});
+    columns.push_back({"jax", pythons[0], "train_jax.py", "", false});
+  }
+  return columns;
 }
 
 Tensor<2> MlpLogits(const examples::Mlp& model, const data::Batch& batch,
@@ -165,7 +258,8 @@ Tensor<2> CnnLogits(const examples::Cnn& model, const data::Batch& batch,
 template <class M, class Config>
 absl::StatusOr<double> KindlingEpoch(
     const kindling::Device& device,
-    typename train::Trainer<M>::ForwardFn forward, int64_t* samples) {
+    typename train::Trainer<M>::ForwardFn forward, int64_t* samples,
+    std::vector<double>* losses = nullptr) {
   kindling::SetInitSeed(kSeed);
   M model = Config{}.Init(device);
   absl::StatusOr<kindling::Optimizer> optimizer =
@@ -174,8 +268,13 @@ absl::StatusOr<double> KindlingEpoch(
   // In order: the rows are already in EpochOrder(kSeed, 0).
   data::DataLoader loader(Data().dataset,
                           {.batch_size = kBatch, .shuffle = false});
-  train::Trainer<M> trainer(model, *optimizer, loader, {}, forward,
-                            {.epochs = 1, .progress = {.quiet = true}});
+  train::TrainerOptions options{.epochs = 1, .progress = {.quiet = true}};
+  if (losses != nullptr) {
+    options.on_step = [losses](int64_t, double loss) {
+      losses->push_back(loss);
+    };
+  }
+  train::Trainer<M> trainer(model, *optimizer, loader, {}, forward, options);
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<train::TrainReport> report = trainer.Run();
   // The last step's work may still be queued on a device: wait for it.
@@ -192,17 +291,55 @@ absl::StatusOr<double> KindlingEpoch(
   return seconds;
 }
 
-// One epoch of `M` on the CPU, then the PyTorch peer's epoch of the same
-// model on the same order.
+// EveryNth(values, n) is values[n - 1], values[2n - 1], ...: the losses of
+// steps n, 2n, ... as the peers report them.
+std::vector<double> EveryNth(const std::vector<double>& values, size_t n) {
+  std::vector<double> picked;
+  for (size_t i = n - 1; i < values.size(); i += n) picked.push_back(values[i]);
+  return picked;
+}
+
+// PrintLossCurves() prints, to stderr, each run's loss every kLossEvery
+// steps side by side: the same recipe should give curves that stay close
+// (the torch and JAX peers start from the same weights; Kindling from its
+// own initialization of the same layers).
+void PrintLossCurves(
+    const std::string& model,
+    const std::vector<std::pair<std::string, std::vector<double>>>& curves) {
+  std::fprintf(stderr, "train_bench: %s loss every %d steps\n  step",
+               model.c_str(), kLossEvery);
+  size_t rows = 0;
+  for (const auto& [name, losses] : curves) {
+    std::fprintf(stderr, " | %s", name.c_str());
+    rows = std::max(rows, losses.size());
+  }
+  std::fprintf(stderr, "\n");
+  for (size_t row = 0; row < rows; ++row) {
+    std::fprintf(stderr, "  %4zu", (row + 1) * kLossEvery);
+    for (const auto& curve : curves) {
+      if (row < curve.second.size()) {
+        std::fprintf(stderr, " | %.4f", curve.second[row]);
+      } else {
+        std::fprintf(stderr, " | -");
+      }
+    }
+    std::fprintf(stderr, "\n");
+  }
+}
+
+// One epoch of `M` on the CPU, then each peer's epoch of the same model on
+// the same order (PeerColumns()).
 template <class M, class Config>
 void TrainEpoch(benchmark::State& state, const std::string& peer_model,
                 typename train::Trainer<M>::ForwardFn forward) {
   for (auto _ : state) {
     int64_t samples = 0;
-    const absl::StatusOr<double> seconds =
-        KindlingEpoch<M, Config>(kindling::Device::Cpu(), forward, &samples);
-    if (!seconds.ok()) {
-      state.SkipWithError(seconds.status().ToString().c_str());
+    std::vector<double> losses;
+    const absl::StatusOr<double> seconds = KindlingEpoch<M, Config>(
+        kindling::Device::Cpu(), forward, &samples, &losses);
+    if (!seconds.ok() || losses.empty()) {
+      state.SkipWithError(seconds.ok() ? "the epoch ran no step"
+                                       : seconds.status().ToString().c_str());
       return;
     }
     state.SetIterationTime(*seconds);
@@ -210,11 +347,38 @@ void TrainEpoch(benchmark::State& state, const std::string& peer_model,
     state.counters["kindling_epoch_s"] = *seconds;
     state.counters["kindling_peak_rss_mib"] = kindling_rss;
     state.counters["samples"] = static_cast<double>(samples);
+    state.counters["kindling_final_loss"] = losses.back();
     if (std::getenv("KINDLING_TRAIN_BENCH_NO_PEER") != nullptr) continue;
-    const PeerResult torch = *RunTorch(peer_model);
-    state.counters["torch_epoch_s"] = torch.epoch_seconds;
-    state.counters["ratio_vs_torch"] = *seconds / torch.epoch_seconds;
-    state.counters["torch_peak_rss_mib"] = torch.peak_rss_mib;
+    std::vector<std::pair<std::string, std::vector<double>>> curves = {
+        {"kindling", EveryNth(losses, kLossEvery)}};
+    for (const PeerColumn& column : PeerColumns()) {
+      PeerResult peer;
+      const PeerOutcome outcome = RunPeer(
+          column.python, column.script, peer_model, "cpu", column.extra, &peer);
+      if (outcome != PeerOutcome::kRan) {
+        if (outcome == PeerOutcome::kFailed && column.required) {
+          state.SkipWithError(("peer " + column.python + " " + column.script +
+                               " failed (see stderr)")
+                                  .c_str());
+          return;
+        }
+        continue;
+      }
+      const std::string label = column.label.empty()
+                                    ? kindling::bench::PeerLabel(peer.version)
+                                    : column.label;
+      state.counters[label + "_epoch_s"] = peer.epoch_seconds;
+      state.counters["ratio_vs_" + label] = *seconds / peer.epoch_seconds;
+      state.counters[label + "_peak_rss_mib"] = peer.peak_rss_mib;
+      state.counters[label + "_cores_used"] =
+          peer.cpu_seconds / peer.epoch_seconds;
+      state.counters[label + "_final_loss"] = peer.final_loss;
+      if (peer.compile_seconds > 0) {
+        state.counters[label + "_compile_s"] = peer.compile_seconds;
+      }
+      curves.emplace_back(label + " " + peer.version, peer.losses);
+    }
+    PrintLossCurves(peer_model, curves);
   }
 }
 
@@ -255,9 +419,17 @@ void DeviceTrainEpoch(benchmark::State& state, const std::string& peer_model,
     state.counters["ratio_vs_cpu"] = *gpu / *cpu;
     state.counters["samples"] = static_cast<double>(samples);
     if (std::getenv("KINDLING_TRAIN_BENCH_NO_PEER") != nullptr) continue;
-    if (const std::optional<PeerResult> torch = RunTorch(peer_model, "cuda")) {
-      state.counters["torch_cuda_epoch_s"] = torch->epoch_seconds;
-      state.counters["ratio_vs_torch_cuda"] = *gpu / torch->epoch_seconds;
+    PeerResult torch;
+    const PeerOutcome outcome =
+        RunPeer(kindling::bench::PeerPythons().front(), "train_torch.py",
+                peer_model, "cuda", "", &torch);
+    if (outcome == PeerOutcome::kFailed) {
+      state.SkipWithError("the PyTorch peer failed on cuda (see stderr)");
+      return;
+    }
+    if (outcome == PeerOutcome::kRan) {
+      state.counters["torch_cuda_epoch_s"] = torch.epoch_seconds;
+      state.counters["ratio_vs_torch_cuda"] = *gpu / torch.epoch_seconds;
     }
   }
 }

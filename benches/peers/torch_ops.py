@@ -1,24 +1,31 @@
 #!/usr/bin/python3
-"""PyTorch timings of the ops in benches/tensor_bench.cc, for its vs_torch.
+"""PyTorch timings of the ops in benches/tensor_bench.cc, optim_bench.cc and
+autodiff_bench.cc, for their vs_torch / vs_torch113 counters.
 
 Each op runs on the same shapes and value distributions as the Kindling
-benchmark of the same name, with torch.set_num_threads(--threads), 2 by
-default (Kindling's OpenMP thread count here; tensor_bench passes its own).
-Two modes:
+benchmark of the same name, with torch.set_num_threads(--threads) and
+torch.set_num_interop_threads(--threads), 2 by default (Kindling's OpenMP
+thread count here; the benches pass their own). The interpreter is the
+caller's choice (benches/torch_peer.h: today's torch from tools/peers, or
+Debian's 1.13), so the file runs on both. Two modes:
 
   torch_ops.py [--runs N]   times every op: N timed runs after warm-up, prints
                             one line per op, "<name> <median wall seconds>
                             <median process CPU seconds>".
-  torch_ops.py --serve      reads requests "<name> <runs> [<warmups>]" from
-                            stdin (default 2 warm-up calls) and answers each
-                            with the same line on stdout, so tensor_bench can
+  torch_ops.py --serve      first prints "hello torch=<version> threads=<n>
+                            interop=<n> cores=<cpu list>", then reads
+                            requests "<name> <runs> [<warmups>]" from stdin
+                            (default 2 warm-up calls) and answers each with
+                            the same line on stdout, so a bench can
                             interleave a torch run with each of its own
                             iterations (same machine load).
 
+Ops are built on first use (the optimizer ops hold a 312 MiB model).
 An unknown name is answered "<name> error unknown op" (serve mode) or exits
 with status 2 (batch mode).
 """
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -82,6 +89,86 @@ def _ops():
     return ops
 
 
+def _optimizer_op(make_optimizer, layers, width):
+    """One step of make_optimizer(params) over `layers` Linear layers
+    (1024 -> width, then width -> width) whose gradients are all 1e-3:
+    benches/optim_bench.cc's model."""
+    params = []
+    for i in range(layers):
+        fan_in = 1024 if i == 0 else width
+        params.append(torch.empty(width, fan_in).uniform_(-0.01, 0.01))
+        params.append(torch.zeros(width))
+    for param in params:
+        param.requires_grad_()
+        param.grad = torch.full_like(param, 1e-3)
+    optimizer = make_optimizer(params)
+    optimizer.step()  # creates the state, as Kindling's first step does
+    return optimizer.step
+
+
+def _mlp_ops():
+    """benches/autodiff_bench.cc's MLP (784-256-256-10, batch 128): the
+    recording forward and forward + backward of the mean NLL."""
+    generator = torch.Generator().manual_seed(1)
+    weights = [
+        torch.randn(784, 256, generator=generator) * 0.05,
+        torch.randn(256, 256, generator=generator) * 0.06,
+        torch.randn(256, 10, generator=generator) * 0.06,
+    ]
+    biases = [torch.zeros(256), torch.zeros(256), torch.zeros(10)]
+    leaves = [t.requires_grad_() for t in weights + biases]
+    x = torch.randn(128, 784, generator=generator)
+    labels = (torch.arange(128) % 10).reshape(128, 1)
+
+    def loss():
+        w1, w2, w3, b1, b2, b3 = leaves
+        h1 = torch.relu(x @ w1 + b1)
+        h2 = torch.relu(h1 @ w2 + b2)
+        logits = h2 @ w3 + b3
+        return -torch.log_softmax(logits, 1).gather(1, labels).mean()
+
+    def forward():
+        with torch.enable_grad():
+            return loss()
+
+    def forward_backward():
+        with torch.enable_grad():
+            return torch.autograd.grad(loss(), leaves)
+
+    return {"mlp_forward": forward, "mlp_forward_backward": forward_backward}
+
+
+# Ops built on first use: name -> zero-argument builder of the op.
+_LAZY = {
+    "adam_step_20x2048": lambda: _optimizer_op(
+        lambda p: torch.optim.Adam(p, lr=1e-3), 20, 2048),
+    "adam_step_2x64": lambda: _optimizer_op(
+        lambda p: torch.optim.Adam(p, lr=1e-3), 2, 64),
+    "sgd_momentum_step_20x2048": lambda: _optimizer_op(
+        lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9), 20, 2048),
+    "sgd_momentum_step_2x64": lambda: _optimizer_op(
+        lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9), 2, 64),
+    "mlp_forward": lambda: _mlp_ops()["mlp_forward"],
+    "mlp_forward_backward": lambda: _mlp_ops()["mlp_forward_backward"],
+}
+
+
+class Ops(dict):
+    """The eager ops of _ops() plus those of _LAZY, built when first asked."""
+
+    def __missing__(self, name):
+        if name not in _LAZY:
+            raise KeyError(name)
+        self[name] = _LAZY[name]()
+        return self[name]
+
+    def __contains__(self, name):
+        return dict.__contains__(self, name) or name in _LAZY
+
+    def names(self):
+        return list(dict.keys(self)) + [n for n in _LAZY if not dict.__contains__(self, n)]
+
+
 def median_seconds(op, runs, warmups=2):
     """Median wall time and median process CPU time (all threads) of `runs`
     calls of op() after `warmups` calls."""
@@ -119,14 +206,22 @@ def main():
     parser.add_argument("ops", nargs="*", help="op names (default: all)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    torch.set_num_interop_threads(args.threads)
     torch.set_grad_enabled(False)
-    ops = _ops()
+    ops = Ops(_ops())
     if args.serve:
+        cores = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
+        print(f"hello torch={torch.__version__} "
+              f"threads={torch.get_num_threads()} "
+              f"interop={torch.get_num_interop_threads()} cores={cores}",
+              flush=True)
         serve(ops)
         return
-    for name in args.ops or ops:
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads",
+          file=sys.stderr)
+    for name in args.ops or ops.names():
         if name not in ops:
-            print(f"unknown op {name}; known: {' '.join(ops)}", file=sys.stderr)
+            print(f"unknown op {name}; known: {' '.join(ops.names())}", file=sys.stderr)
             sys.exit(2)
         wall, cpu = median_seconds(ops[name], args.runs)
         print(f"{name} {wall:.9g} {cpu:.9g}", flush=True)
