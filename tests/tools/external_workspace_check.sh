@@ -10,7 +10,9 @@
 #    model and test with Kindling from an `http_archive` pinned by sha256 (a
 #    file:// URL of this checkout's files).
 # 2. Every @kindling label in docs/*.md and README.md, and every bare label of
-#    the docs (the example's own), resolves there (`bazel query`).
+#    docs/use-in-your-project.md (the example's own), resolves there (`bazel
+#    query`); the bare labels of the other pages and the README (commands run
+#    in a Kindling checkout) resolve in Kindling's own workspace.
 # 3. The errors a user meets, each in a scratch workspace of its own under a
 #    temporary directory: a mark without Kindling's annotations, a missing
 #    dep, a header outside strip_include_prefix, no C++20 flag, no
@@ -129,21 +131,41 @@ if ! bazel_in "$archive_workspace" "$archive_base" test //...; then
 fi
 "$bazel" --output_base="$archive_base" shutdown >/dev/null 2>&1 || true
 
-echo "external_workspace_check: the labels the docs name resolve from a user's workspace"
-# @kindling labels of the docs and the README, and the docs' bare labels
-# (the example's own targets), without target patterns.
+echo "external_workspace_check: the labels the docs name resolve where they are meant"
+# labels_in PATTERN FILE...: the labels matching PATTERN in the files,
+# without target patterns (//x/...), placeholders (//x/<layer>) and
+# trailing punctuation.
+labels_in() {
+  local pattern=$1
+  shift
+  grep -ohE "$pattern" "$@" | sed -E 's#^[^@/]*(@|//)#\1#' |
+    grep -vE '/\.\.\.' | sed -E 's/[.,]+$//' |
+    grep -vE '/$|^//:?$|^//(conditions|visibility):' | sort -u
+}
+readonly bare_label='(^|[^A-Za-z0-9_@:/.-])//[A-Za-z0-9_./+-]*(:[A-Za-z0-9_./+=,~-]+)?'
+# In a user's workspace: the @kindling labels of every page, and the bare
+# labels of docs/use-in-your-project.md (the example's own targets).
 mapfile -t labels < <(
   {
-    grep -ohE '@kindling//[A-Za-z0-9_./+-]*(:[A-Za-z0-9_./+=,~-]+)?' \
+    labels_in '@kindling//[A-Za-z0-9_./+-]*(:[A-Za-z0-9_./+=,~-]+)?' \
       "$root"/docs/*.md "$root/README.md"
-    grep -ohE '(^|[^A-Za-z0-9_@:/.-])//[A-Za-z0-9_./+-]*(:[A-Za-z0-9_./+=,~-]+)?' \
-      "$root"/docs/*.md | sed -E 's|^[^/]*//|//|'
-  } | sed -E 's/[.,]+$//' | grep -vE '\.\.\.|^//:?$|^//(conditions|visibility):' | sort -u
+    labels_in "$bare_label" "$root/docs/use-in-your-project.md"
+  } | sort -u
 )
 if ((${#labels[@]} == 0)); then
   fail "no labels found in the docs"
 elif ! bazel_in "$example" "$output_base" query "set(${labels[*]})" >/dev/null; then
   fail "a label in docs/*.md or README.md does not resolve in examples/external_workspace: ${labels[*]}"
+fi
+# In Kindling's own workspace: the bare labels of the other pages and the
+# README (the commands they show run in a Kindling checkout).
+mapfile -t own_labels < <(
+  labels_in "$bare_label" $(ls "$root"/docs/*.md | grep -v '/use-in-your-project\.md$') \
+    "$root/README.md"
+)
+if ((${#own_labels[@]} > 0)) &&
+  ! (cd "$root" && "$bazel" query "set(${own_labels[*]})" >/dev/null); then
+  fail "a label in docs/*.md or README.md does not resolve in Kindling's workspace: ${own_labels[*]}"
 fi
 
 # --- The errors a user meets ---------------------------------------------------
