@@ -17,9 +17,11 @@
 //     ratio_vs_torch      step time / torch.optim.Adam(lr=1e-3).step() on the
 //     ratio_vs_torch113   same model with the same gradients, in today's
 //                         PyTorch (tools/peers) and Debian's 1.13
-//                         (benches/torch_peer.h), timed after every step
-//                         with the timer paused. <= 1 means Kindling's step
-//                         is at least as fast.
+//                         (benches/torch_peer.h), each in its fastest CPU
+//                         implementation of fused, foreach and for-loop
+//                         (torch_ops.py tries each and prints its choice),
+//                         timed after every step with the timer paused. <= 1
+//                         means Kindling's step is at least as fast.
 //   BM_SgdMomentumStep/L/W  the same for SGD with momentum (5x the bytes:
 //                         param, grad, buffer read; param, buffer written;
 //                         peer torch.optim.SGD(lr=0.01, momentum=0.9)).
