@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "kindling/core/status_macros.h"
 
 namespace kindling::data {
 namespace {
@@ -328,10 +329,7 @@ absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
   IdxArray array;
   absl::StatusOr<int64_t> data_bytes = ReadHeader(path, *input, array);
   if (!data_bytes.ok()) return data_bytes.status();
-  if (absl::Status status = ReadElements(path, *input, *data_bytes, array);
-      !status.ok()) {
-    return status;
-  }
+  KINDLING_RETURN_IF_ERROR(ReadElements(path, *input, *data_bytes, array));
   ToHostByteOrder(array.bytes, IdxElementSize(array.element_type));
   return array;
 }

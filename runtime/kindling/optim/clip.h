@@ -4,7 +4,7 @@
 //   kindling::Gradients grads = kindling::Backward(loss);
 //   absl::StatusOr<double> norm = kindling::ClipGradNorm(grads, 1.0);
 //   // *norm is the norm before clipping, for logging
-//   RETURN_IF_ERROR(optimizer.Step(model, grads));
+//   KINDLING_RETURN_IF_ERROR(optimizer.Step(model, grads));
 //
 // Both rewrite the gradients in place (through the backend's ScaleClamp
 // kernel, no temporaries); a gradient whose storage is read-only or strided

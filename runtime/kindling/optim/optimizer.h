@@ -7,9 +7,9 @@
 //   optimizer->set_schedule(kindling::LrSchedule::CosineWithWarmup(100, 5000));
 //   for (...) {
 //     kindling::Gradients grads = kindling::Backward(loss);
-//     RETURN_IF_ERROR(optimizer->Step(model, grads));
+//     KINDLING_RETURN_IF_ERROR(optimizer->Step(model, grads));
 //   }
-//   RETURN_IF_ERROR(optimizer->Save(model, "optimizer.safetensors"));
+//   KINDLING_RETURN_IF_ERROR(optimizer->Save(model, "optimizer.safetensors"));
 //
 // Numerics are PyTorch 1.13's (torch.optim.SGD/Adam/AdamW, foreach=False),
 // hyper-parameters have PyTorch's names and defaults (options.h).
@@ -68,6 +68,7 @@
 #include "absl/status/statusor.h"
 #include "kindling/autodiff/gradients.h"
 #include "kindling/core/param_id.h"
+#include "kindling/core/status_macros.h"
 #include "kindling/module/erased.h"
 #include "kindling/module/module_traits.h"
 #include "kindling/module/walk.h"
@@ -268,7 +269,7 @@ absl::Status Optimizer::Step(M& model, const Gradients& grads) {
     if (grad == nullptr) return;
     items.push_back({std::string(path), param.id(), param.val().base(), grad});
   });
-  if (absl::Status status = PrepareStep(items); !status.ok()) return status;
+  KINDLING_RETURN_IF_ERROR(PrepareStep(items));
 
   // Parameters that needed a writable copy take it, tied fields together.
   bool any_replaced = false;

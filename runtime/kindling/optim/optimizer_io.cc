@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "kindling/core/status_macros.h"
 #include "kindling/optim/optimizer.h"
 #include "kindling/record/atomic_file.h"
 #include "kindling/record/safetensors.h"
@@ -180,13 +181,10 @@ absl::Status Optimizer::SaveState(
   if (!header.ok()) return header.status();
   absl::StatusOr<record::AtomicFile> file = record::AtomicFile::Create(path);
   if (!file.ok()) return file.status();
-  if (absl::Status status = file->Write(*header); !status.ok()) return status;
+  KINDLING_RETURN_IF_ERROR(file->Write(*header));
   for (const record::TensorSpec& spec : specs) {
-    if (absl::Status status =
-            record::WriteTensorData(*file, *tensors.at(spec.name), spec.dtype);
-        !status.ok()) {
-      return status;
-    }
+    KINDLING_RETURN_IF_ERROR(
+        record::WriteTensorData(*file, *tensors.at(spec.name), spec.dtype));
   }
   return file->Commit();
 }

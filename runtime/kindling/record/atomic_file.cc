@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "kindling/core/status_macros.h"
 #include "kindling/record/strings.h"
 
 namespace kindling::record {
@@ -289,7 +290,7 @@ absl::Status AtomicFile::Commit() {
     return ErrnoError(Cat(target_, ": fsync of the temporary file failed"));
   }
   if (temp_path_.empty()) {
-    if (absl::Status linked = LinkUnnamed(); !linked.ok()) return linked;
+    KINDLING_RETURN_IF_ERROR(LinkUnnamed());
   }
   if (::rename(temp_path_.c_str(), target_.c_str()) != 0) {
     return ErrnoError(Cat(target_, ": cannot rename ", temp_path_, " over it"));

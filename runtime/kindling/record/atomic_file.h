@@ -2,8 +2,8 @@
 // never a torn mix, and so that a crashed writer leaves no debris behind.
 //
 //   absl::StatusOr<AtomicFile> file = AtomicFile::Create("model.safetensors");
-//   RETURN_IF_ERROR(file->Write(header));
-//   RETURN_IF_ERROR(file->Commit());
+//   KINDLING_RETURN_IF_ERROR(file->Write(header));
+//   KINDLING_RETURN_IF_ERROR(file->Commit());
 //
 // Guarantees, for a writer killed at any moment (SIGKILL, OOM, preemption):
 //

@@ -47,6 +47,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kindling/core/status_macros.h"
 #include "kindling/module/field_kinds.h"
 #include "kindling/module/module_traits.h"
 #include "kindling/module/walk.h"
@@ -141,10 +142,7 @@ absl::StatusOr<LoadReport> LoadModule(M& module, const std::string& path,
     query.shape = leaf.lazy_shape();
     plans.push_back(loader.Plan(query));
   });
-  if (absl::Status status = loader.Finish(ModuleTraits<M>::kTypeName);
-      !status.ok()) {
-    return status;
-  }
+  KINDLING_RETURN_IF_ERROR(loader.Finish(ModuleTraits<M>::kTypeName));
 
   // Pass two: read the planned tensors into the copy.
   absl::Status failure;

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
+#include "kindling/core/status_macros.h"
 
 namespace kindling::record {
 namespace {
@@ -70,9 +71,7 @@ class Parser {
 
   [[nodiscard]] absl::StatusOr<JsonValue> ParseDocument() {
     JsonValue value;
-    if (absl::Status status = ParseValue(value, 0); !status.ok()) {
-      return status;
-    }
+    KINDLING_RETURN_IF_ERROR(ParseValue(value, 0));
     SkipWhitespace();
     if (pos_ != text_.size()) return Error("unexpected text after the value");
     return value;
@@ -141,7 +140,7 @@ class Parser {
       if (AtEnd() || text_[pos_] != '"') return Error("expected a string key");
       const size_t key_pos = pos_;
       std::string key;
-      if (absl::Status status = ParseString(key); !status.ok()) return status;
+      KINDLING_RETURN_IF_ERROR(ParseString(key));
       if (!seen_keys.insert(key).second) {
         pos_ = key_pos;
         return Error(absl::StrFormat("duplicate key \"%s\"", key));
@@ -150,9 +149,7 @@ class Parser {
       if (AtEnd() || text_[pos_] != ':') return Error("expected ':'");
       ++pos_;
       JsonValue member;
-      if (absl::Status status = ParseValue(member, depth); !status.ok()) {
-        return status;
-      }
+      KINDLING_RETURN_IF_ERROR(ParseValue(member, depth));
       value.keys.push_back(std::move(key));
       value.members.push_back(std::move(member));
       SkipWhitespace();
@@ -179,9 +176,7 @@ class Parser {
     }
     while (true) {
       JsonValue element;
-      if (absl::Status status = ParseValue(element, depth); !status.ok()) {
-        return status;
-      }
+      KINDLING_RETURN_IF_ERROR(ParseValue(element, depth));
       value.array.push_back(std::move(element));
       SkipWhitespace();
       if (AtEnd()) return Error("unexpected end inside an array");
@@ -292,9 +287,7 @@ class Parser {
           break;
         case 'u': {
           uint32_t code_unit = 0;
-          if (absl::Status status = ParseHex4(code_unit); !status.ok()) {
-            return status;
-          }
+          KINDLING_RETURN_IF_ERROR(ParseHex4(code_unit));
           if (code_unit >= 0xdc00 && code_unit <= 0xdfff) {
             return Error("lone low surrogate in \\u escape");
           }
@@ -305,9 +298,7 @@ class Parser {
             }
             pos_ += 2;
             uint32_t low = 0;
-            if (absl::Status status = ParseHex4(low); !status.ok()) {
-              return status;
-            }
+            KINDLING_RETURN_IF_ERROR(ParseHex4(low));
             if (low < 0xdc00 || low > 0xdfff) {
               return Error("high surrogate not followed by a low surrogate");
             }

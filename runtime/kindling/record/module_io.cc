@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "kindling/core/status_macros.h"
 #include "kindling/record/atomic_file.h"
 #include "kindling/record/convert.h"
 #include "kindling/record/device_read.h"
@@ -317,13 +318,10 @@ absl::Status ModuleSaver::Write(const std::string& path,
   }
   absl::StatusOr<AtomicFile> file = AtomicFile::Create(path);
   if (!file.ok()) return file.status();
-  if (absl::Status status = file->Write(*header); !status.ok()) return status;
+  KINDLING_RETURN_IF_ERROR(file->Write(*header));
   for (size_t index : order) {
-    if (absl::Status status = WriteTensorData(*file, entries_[index].value,
-                                              entries_[index].spec.dtype);
-        !status.ok()) {
-      return status;
-    }
+    KINDLING_RETURN_IF_ERROR(WriteTensorData(*file, entries_[index].value,
+                                             entries_[index].spec.dtype));
   }
   return file->Commit();
 }

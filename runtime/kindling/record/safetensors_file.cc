@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "kindling/core/status_macros.h"
 #include "kindling/record/convert.h"
 #include "kindling/record/strings.h"
 #include "kindling/tensor/shape.h"
@@ -143,11 +144,8 @@ absl::Status WriteTensorData(AtomicFile& file, const TensorBase& value,
     for (int64_t start = 0; start < host.numel(); start += chunk) {
       const int64_t n = std::min(chunk, host.numel() - start);
       const TensorBase converted = flat.Narrow(0, start, n).To(*disk_dtype);
-      if (absl::Status status =
-              file.Write(converted.data(), n * converted.element_size());
-          !status.ok()) {
-        return status;
-      }
+      KINDLING_RETURN_IF_ERROR(
+          file.Write(converted.data(), n * converted.element_size()));
     }
     return absl::OkStatus();
   }
@@ -161,10 +159,7 @@ absl::Status WriteTensorData(AtomicFile& file, const TensorBase& value,
     const size_t n = count - start < chunk ? count - start : chunk;
     ConvertElements(source + start * host.element_size(), stored,
                     staging.data(), on_disk, n);
-    if (absl::Status status = file.Write(staging.data(), n * out_size);
-        !status.ok()) {
-      return status;
-    }
+    KINDLING_RETURN_IF_ERROR(file.Write(staging.data(), n * out_size));
   }
   return absl::OkStatus();
 }

@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "kindling/core/status_macros.h"
 #include "kindling/record/atomic_file.h"
 #include "kindling/record/safetensors_file.h"
 
@@ -73,10 +74,8 @@ absl::Status CommitLatest(const std::string& out_dir,
   absl::StatusOr<record::AtomicFile> file =
       record::AtomicFile::Create(out_dir + "/" + kLatestFile);
   if (!file.ok()) return file.status();
-  if (absl::Status status = file->Write(name + "\n"); !status.ok()) {
-    return status;
-  }
-  if (absl::Status status = file->Commit(); !status.ok()) return status;
+  KINDLING_RETURN_IF_ERROR(file->Write(name + "\n"));
+  KINDLING_RETURN_IF_ERROR(file->Commit());
 
   // Prune: names sort by step (zero-padded); keep the newest kKeep and the
   // committed one. A failure here loses nothing, so it is not an error.

@@ -2,7 +2,7 @@
 // exactly, one call restores it.
 //
 //   TrainState state = ...;  // epoch, step, loader and dropout positions
-//   RETURN_IF_ERROR(kindling::train::SaveTrainingCheckpoint(
+//   KINDLING_RETURN_IF_ERROR(kindling::train::SaveTrainingCheckpoint(
 //       "runs/mlp", model, optimizer, state));
 //   ...  // later, maybe in another process:
 //   absl::StatusOr<TrainState> resumed =
@@ -34,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kindling/core/status_macros.h"
 #include "kindling/module/module_traits.h"
 #include "kindling/optim/optimizer.h"
 #include "kindling/record/checkpoint.h"
@@ -94,18 +95,12 @@ absl::Status SaveTrainingCheckpoint(const std::string& out_dir, const M& model,
   absl::StatusOr<std::string> dir =
       checkpoint_internal::MakeCheckpointDir(out_dir, state.step);
   if (!dir.ok()) return dir.status();
-  if (absl::Status status = optimizer.Save(
-          model, *dir + "/" + checkpoint_internal::kOptimizerFile);
-      !status.ok()) {
-    return status;
-  }
+  KINDLING_RETURN_IF_ERROR(
+      optimizer.Save(model, *dir + "/" + checkpoint_internal::kOptimizerFile));
   SaveOptions options;
   options.metadata = EncodeTrainState(state);
-  if (absl::Status status = SaveModule(
-          model, *dir + "/" + checkpoint_internal::kModelFile, options);
-      !status.ok()) {
-    return status;
-  }
+  KINDLING_RETURN_IF_ERROR(
+      SaveModule(model, *dir + "/" + checkpoint_internal::kModelFile, options));
   return checkpoint_internal::CommitLatest(out_dir, *dir);
 }
 
@@ -122,11 +117,8 @@ absl::StatusOr<TrainState> LoadTrainingCheckpoint(
       !report.ok()) {
     return report.status();
   }
-  if (absl::Status status = optimizer.Load(
-          staged, checkpoint_dir + "/" + checkpoint_internal::kOptimizerFile);
-      !status.ok()) {
-    return status;
-  }
+  KINDLING_RETURN_IF_ERROR(optimizer.Load(
+      staged, checkpoint_dir + "/" + checkpoint_internal::kOptimizerFile));
   model = std::move(staged);
   return state;
 }

@@ -38,6 +38,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "kindling/autodiff/backward.h"
+#include "kindling/core/status_macros.h"
 #include "kindling/data/data_loader.h"
 #include "kindling/data/image_dataset.h"
 #include "kindling/module/module_traits.h"
@@ -211,9 +212,7 @@ absl::StatusOr<double> Trainer<M>::Step(const data::Batch& host_batch) {
   const Tensor<0> loss =
       nn::CrossEntropy(logits, batch.labels, options_.label_smoothing);
   const Gradients grads = Backward(loss);
-  if (absl::Status status = optimizer_.Step(model_, grads); !status.ok()) {
-    return status;
-  }
+  KINDLING_RETURN_IF_ERROR(optimizer_.Step(model_, grads));
   return static_cast<double>(loss.item<float>());
 }
 
@@ -230,9 +229,7 @@ absl::StatusOr<std::string> Trainer<M>::Resume() {
   absl::StatusOr<TrainState> state =
       LoadTrainingCheckpoint(*dir, model_, optimizer_);
   if (!state.ok()) return state.status();
-  if (absl::Status status = loader_.Restore(state->loader); !status.ok()) {
-    return status;
-  }
+  KINDLING_RETURN_IF_ERROR(loader_.Restore(state->loader));
   dropout_.set_state(state->dropout);
   return *dir;
 }
@@ -288,9 +285,7 @@ absl::StatusOr<TrainReport> Trainer<M>::Run() {
     report.train_seconds += seconds;
     if (stop) {
       report.stopped_early = true;
-      if (absl::Status status = SaveIfConfigured(); !status.ok()) {
-        return status;
-      }
+      KINDLING_RETURN_IF_ERROR(SaveIfConfigured());
       progress.Line(absl::StrFormat(
           "stopped at epoch %d, step %d%s", epoch + 1, optimizer_.step_count(),
           options_.out_dir.empty() ? ""
@@ -304,7 +299,7 @@ absl::StatusOr<TrainReport> Trainer<M>::Run() {
         .seconds = seconds,
         .samples_per_second = seconds > 0 ? samples / seconds : 0};
     report.epochs.push_back(epoch_report);
-    if (absl::Status status = SaveIfConfigured(); !status.ok()) return status;
+    KINDLING_RETURN_IF_ERROR(SaveIfConfigured());
     progress.Line(absl::StrFormat(
         "epoch %d/%d: train loss %.4f, test accuracy %.4f, %.1f s, %.0f "
         "samples/s",
