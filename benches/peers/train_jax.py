@@ -25,6 +25,8 @@ import resource
 import sys
 import time
 
+import train_torch  # this folder's torch peer: its layers, data and flags
+
 
 def _limit_threads(threads):
     """Sets XLA's CPU threads before jax is imported; keeps the caller's
@@ -40,11 +42,7 @@ def _limit_threads(threads):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", choices=["mlp", "cnn"], required=True)
-    parser.add_argument("--order", required=True)
-    parser.add_argument("--batch_size", type=int, default=128)
-    parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=2)
+    train_torch.add_recipe_arguments(parser)
     args = parser.parse_args()
     _limit_threads(args.threads)
 
@@ -52,9 +50,6 @@ def main():
     import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
     import numpy as np  # pylint: disable=import-outside-toplevel
     import torch  # pylint: disable=import-outside-toplevel
-
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import train_torch  # pylint: disable=import-outside-toplevel
 
     torch.manual_seed(0)
     module = train_torch.mlp() if args.model == "mlp" else train_torch.cnn()

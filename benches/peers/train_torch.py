@@ -65,13 +65,18 @@ def cnn():
         nn.Linear(128, 10))
 
 
-def main():
-    parser = argparse.ArgumentParser()
+def add_recipe_arguments(parser):
+    """The flags every training peer takes (train_jax.py too)."""
     parser.add_argument("--model", choices=["mlp", "cnn"], required=True)
     parser.add_argument("--order", required=True)
     parser.add_argument("--batch_size", type=int, default=128)
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    add_recipe_arguments(parser)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--compile", action="store_true")
     args = parser.parse_args()
