@@ -46,21 +46,35 @@ float Apply(__m256 (*function)(__m256), float x) {
   return Apply(function, std::vector<float>{x})[0];
 }
 
-// ApplyGelu16() is Gelu16 over `inputs`, sixteen at a time (the last
-// vector padded with 1). REQUIRES: HasAvx512().
+// Apply16() is a sixteen-lane function over `inputs`, sixteen at a time
+// (the last vector padded with 1). REQUIRES: HasAvx512().
 KINDLING_AVX512_BEGIN
-KINDLING_AVX512 std::vector<float> ApplyGelu16(
-    const std::vector<float>& inputs) {
+template <class F16>
+KINDLING_AVX512 std::vector<float> Apply16(const F16& function,
+                                           const std::vector<float>& inputs) {
   std::vector<float> outputs(inputs.size());
   for (size_t i = 0; i < inputs.size(); i += 16) {
     alignas(64) float lanes[16];
     for (size_t k = 0; k < 16; ++k)
       lanes[k] = i + k < inputs.size() ? inputs[i + k] : 1.0f;
-    _mm512_store_ps(lanes, Gelu16(_mm512_load_ps(lanes)));
+    _mm512_store_ps(lanes, function(_mm512_load_ps(lanes)));
     for (size_t k = 0; k < 16 && i + k < inputs.size(); ++k)
       outputs[i + k] = lanes[k];
   }
   return outputs;
+}
+
+KINDLING_AVX512 std::vector<float> ApplyGelu16(
+    const std::vector<float>& inputs) {
+  return Apply16([](__m512 x) KINDLING_AVX512 { return Gelu16(x); }, inputs);
+}
+KINDLING_AVX512 std::vector<float> ApplyExp16(
+    const std::vector<float>& inputs) {
+  return Apply16([](__m512 x) KINDLING_AVX512 { return Exp16(x); }, inputs);
+}
+KINDLING_AVX512 std::vector<float> ApplySigmoid16(
+    const std::vector<float>& inputs) {
+  return Apply16([](__m512 x) KINDLING_AVX512 { return Sigmoid16(x); }, inputs);
 }
 KINDLING_AVX512_END
 
@@ -202,19 +216,43 @@ TEST(Gelu8Test, SpecialValues) {
   EXPECT_TRUE(std::isnan(Apply(Gelu8, kNan)));
 }
 
-// Gelu16 (AVX-512) must give Gelu8's bits, so Gelu8's bounds cover it.
-TEST(Gelu16Test, BitIdenticalToGelu8) {
-  if (!HasAvx512()) GTEST_SKIP() << "this CPU has no AVX-512F";
+// ExpectSameBits() checks that a sixteen-lane function gives its eight-lane
+// twin's bits on every 4099th float and on edge values, so the eight-lane
+// function's accuracy bounds cover it.
+void ExpectSameBits(__m256 (*f8)(__m256),
+                    std::vector<float> (*f16)(const std::vector<float>&),
+                    std::vector<float> edges) {
   std::vector<float> inputs = SampleRange(-kInf, kInf);
-  for (float x : {0.0f, -0.0f, kInf, -kInf, kNan, 13.0f, -13.5f, -20.0f})
+  for (float x : {0.0f, -0.0f, kInf, -kInf, kNan, 1e-45f, -1e-45f})
     inputs.push_back(x);
-  const std::vector<float> expected = Apply(Gelu8, inputs);
-  const std::vector<float> actual = ApplyGelu16(inputs);
+  inputs.insert(inputs.end(), edges.begin(), edges.end());
+  const std::vector<float> expected = Apply(f8, inputs);
+  const std::vector<float> actual = f16(inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {
     ASSERT_EQ(std::bit_cast<uint32_t>(expected[i]),
               std::bit_cast<uint32_t>(actual[i]))
         << "x = " << inputs[i];
   }
+}
+
+// The AVX-512 twins of Gelu8, Exp8 and Sigmoid8 must give their bits.
+TEST(AvxFiveTwelveTest, Gelu16BitIdenticalToGelu8) {
+  if (!HasAvx512()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  ExpectSameBits(Gelu8, ApplyGelu16, {13.0f, -13.5f, -20.0f});
+}
+
+TEST(AvxFiveTwelveTest, Exp16BitIdenticalToExp8) {
+  if (!HasAvx512()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  // Both sides of the fast path's bound and of the overflow/underflow.
+  ExpectSameBits(Exp8, ApplyExp16,
+                 {86.0f, -86.0f, 86.00001f, -86.00001f, 88.72f, 88.73f, -103.9f,
+                  -104.0f, -150.0f, 1e-8f, -1e-8f});
+}
+
+TEST(AvxFiveTwelveTest, Sigmoid16BitIdenticalToSigmoid8) {
+  if (!HasAvx512()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  ExpectSameBits(Sigmoid8, ApplySigmoid16,
+                 {86.0f, -86.0f, 86.5f, -86.5f, 104.0f, -104.0f, 17.0f});
 }
 
 TEST(VectorMathTest, PartialLoadsAndStoresTouchOnlyTheirLanes) {

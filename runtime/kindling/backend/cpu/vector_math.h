@@ -391,11 +391,15 @@ inline __m256 Gelu8(__m256 x) {
 
 // gcc 12's AVX-512 intrinsics start from `__m512 __Y = __Y;` (a deliberately
 // undefined register), which -Wall reports as uninitialized wherever they
-// are inlined. Code using them opens and closes these two macros around it.
-#define KINDLING_AVX512_BEGIN                               \
-  _Pragma("GCC diagnostic push")                            \
-      _Pragma("GCC diagnostic ignored \"-Wuninitialized\"") \
-          _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+// are inlined; and a lambda taking __m512 gets a static invoker without the
+// target, for which gcc notes the ABI change (-Wpsabi), moot inside one
+// translation unit. Code using them opens and closes these two macros
+// around it.
+#define KINDLING_AVX512_BEGIN                                         \
+  _Pragma("GCC diagnostic push")                                      \
+      _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")           \
+          _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"") \
+              _Pragma("GCC diagnostic ignored \"-Wpsabi\"")
 #define KINDLING_AVX512_END _Pragma("GCC diagnostic pop")
 
 // HasAvx512() is whether this CPU (and OS) runs AVX-512F code.
@@ -403,6 +407,59 @@ inline bool HasAvx512() {
   static const bool has = __builtin_cpu_supports("avx512f");
   return has;
 }
+
+// Halves8() applies an eight-lane function to each half of x: the 16-lane
+// functions' slow path, so that it gives the eight-lane result bit for bit.
+KINDLING_AVX512_BEGIN
+template <class F8>
+KINDLING_AVX512 inline __m512 Halves8(__m512 x, const F8& f8) {
+  const __m256 low_half = f8(_mm512_castps512_ps256(x));
+  const __m256 high_half =
+      f8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+  return _mm512_castpd_ps(
+      _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(low_half)),
+                         _mm256_castps_pd(high_half), 1));
+}
+
+// Exp16() is Exp8() on sixteen lanes, bit for bit: the same operations in
+// the same order. A vector with a lane beyond |x| = 86 or a NaN lane goes
+// through Exp8, one half at a time.
+KINDLING_AVX512 inline __m512 Exp16(__m512 x) {
+  namespace internal = vector_math_internal;
+  if (_mm512_cmp_ps_mask(_mm512_abs_ps(x),
+                         _mm512_set1_ps(internal::kExpFastLimit),
+                         _CMP_LE_OQ) != 0xffff) {
+    return Halves8(x, [](__m256 half) { return Exp8(half); });
+  }
+  const __m512 n =
+      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(internal::kLog2e)),
+                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(internal::kLn2High), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(internal::kLn2Low), r);
+  // ExpPolynomial(r), Estrin's scheme as there.
+  const __m512 r2 = _mm512_mul_ps(r, r);
+  const __m512 r4 = _mm512_mul_ps(r2, r2);
+  const __m512 p01 = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r,
+                                     _mm512_set1_ps(1.3981999507e-3f));
+  const __m512 p23 = _mm512_fmadd_ps(_mm512_set1_ps(8.3334519073e-3f), r,
+                                     _mm512_set1_ps(4.1665795894e-2f));
+  const __m512 p45 = _mm512_fmadd_ps(_mm512_set1_ps(1.6666665459e-1f), r,
+                                     _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 p = _mm512_fmadd_ps(p01, r4, _mm512_fmadd_ps(p23, r2, p45));
+  const __m512 exp_r =
+      _mm512_add_ps(_mm512_fmadd_ps(p, r2, r), _mm512_set1_ps(1.0f));
+  return _mm512_castsi512_ps(
+      _mm512_add_epi32(_mm512_castps_si512(exp_r),
+                       _mm512_slli_epi32(_mm512_cvtps_epi32(n), 23)));
+}
+
+// Sigmoid16() is Sigmoid8() on sixteen lanes, bit for bit.
+KINDLING_AVX512 inline __m512 Sigmoid16(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 e = Exp16(_mm512_sub_ps(_mm512_setzero_ps(), x));
+  return _mm512_div_ps(one, _mm512_add_ps(one, e));
+}
+KINDLING_AVX512_END
 
 // Gelu16() is Gelu8() on sixteen lanes, bit for bit: the same operations in
 // the same order. Vectors with a lane beyond |x| = 13 (where e^(-x^2 / 2)
@@ -422,12 +479,7 @@ KINDLING_AVX512 inline __m512 Gelu16(__m512 x) {
   if (_mm512_cmp_ps_mask(_mm512_abs_ps(sum),
                          _mm512_set1_ps(vector_math_internal::kExpFastLimit),
                          _CMP_LE_OQ) != 0xffff) {
-    const __m256 low_half = Gelu8(_mm512_castps512_ps256(x));
-    const __m256 high_half =
-        Gelu8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
-    return _mm512_castpd_ps(
-        _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(low_half)),
-                           _mm256_castps_pd(high_half), 1));
+    return Halves8(x, [](__m256 half) { return Gelu8(half); });
   }
   const __m512 four = _mm512_set1_ps(4.0f);
   const __m512 u = _mm512_div_ps(four, _mm512_add_ps(a, four));
