@@ -3,6 +3,7 @@
 // column blocks (inner around 16 and 32), long single rows split across
 // threads, and outputs large enough to be written with streaming stores.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kindling/backend/cpu/vector_math.h"
 #include "kindling/tensor/tensor.h"
 
 namespace kindling {
@@ -199,6 +201,43 @@ TEST(CpuSoftmaxKernelTest, LargeOutputsStream) {
   // place (longer), odd lengths leave rows unaligned.
   CheckSoftmax(1025, 1023, 1);
   CheckSoftmax(200, 5000, 1);
+}
+
+// EightLaneSoftmaxRow() is the row kernel's arithmetic on eight lanes (Exp8,
+// sums widened in its order, one float scale): what SoftmaxRowF32 gives
+// without AVX-512.
+std::vector<float> EightLaneSoftmaxRow(const std::vector<float>& x) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  const float max = *std::max_element(x.begin(), x.end());
+  std::vector<float> exps(n);
+  __m256d sum = _mm256_setzero_pd();
+  for (int64_t i = 0; i < n; i += 8) {
+    const int64_t lanes = std::min<int64_t>(8, n - i);
+    const __m256 e = cpu::Exp8(_mm256_sub_ps(
+        cpu::LoadPartial(x.data() + i, lanes, -INFINITY), _mm256_set1_ps(max)));
+    sum = cpu::AddWidened(sum, e);
+    cpu::StorePartial(exps.data() + i, lanes, e);
+  }
+  const float scale = static_cast<float>(1.0 / cpu::Sum4d(sum));
+  for (float& e : exps) e *= scale;
+  return exps;
+}
+
+// On a CPU with AVX-512 the row kernel takes its exponentials sixteen at a
+// time; its result must be the eight-lane result, bit for bit, whatever the
+// tail.
+TEST(CpuSoftmaxKernelTest, RowsGiveTheEightLaneBitsOnEveryPath) {
+  for (int64_t n : {8, 16, 23, 32, 47, 1024, 1031}) {
+    const std::vector<float> x = RandomValues(n, 7 + n);
+    const std::vector<float> expected = EightLaneSoftmaxRow(x);
+    const std::vector<float> actual =
+        Tensor<2>::FromData(x, {1, n}).softmax(1).to_data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(expected[i]),
+                std::bit_cast<uint32_t>(actual[i]))
+          << "n = " << n << ", element " << i;
+    }
+  }
 }
 
 TEST(CpuSoftmaxKernelTest, NegativeInfinityColumnsAndNan) {

@@ -704,6 +704,28 @@ inline __m256 LogSubtract(__m256 x, __m256 max, __m256 high, __m256 low) {
   return _mm256_sub_ps(_mm256_sub_ps(_mm256_sub_ps(x, max), high), low);
 }
 
+// SoftmaxExps16() is SoftmaxRowF32's exponential pass over the first
+// n / 16 * 16 elements on sixteen lanes (REQUIRES: HasAvx512()): the same
+// e^(x - max) values (Exp16 gives Exp8's bits), written to `exps` unless
+// `log`, and added to *sum eight at a time in the eight-lane loop's order,
+// so the row's result does not depend on the path. Returns how many
+// elements it did.
+KINDLING_AVX512_BEGIN
+KINDLING_AVX512 int64_t SoftmaxExps16(float* exps, const float* x, int64_t n,
+                                      float max_value, bool log, __m256d* sum) {
+  const __m512 max = _mm512_set1_ps(max_value);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 e = Exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), max));
+    *sum = AddWidened(*sum, _mm512_castps512_ps256(e));
+    *sum = AddWidened(
+        *sum, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+    if (!log) _mm512_storeu_ps(exps + i, e);
+  }
+  return i;
+}
+KINDLING_AVX512_END
+
 // SoftmaxRowF32(): softmax (or log_softmax) of contiguous x[0..n) into y,
 // in three passes: max; e^(x - max) and its sum (into y, or `buffer` when
 // streaming a row that fits); scale (or subtract the log-sum). Returns with
@@ -719,7 +741,11 @@ void SoftmaxRowF32(float* y, const float* x, int64_t n, bool log, bool stream,
   };
   float* exps = stream && n <= kSoftmaxBuffer ? buffer : y;
   __m256d sum = _mm256_setzero_pd();
-  for (int64_t i = 0; i < n; i += 8) {
+  // The exponentials are the arithmetic-bound part: sixteen lanes where the
+  // CPU has AVX-512, for the whole vectors of sixteen, the same bits.
+  const int64_t done =
+      HasAvx512() ? SoftmaxExps16(exps, x, n, max_value, log, &sum) : 0;
+  for (int64_t i = done; i < n; i += 8) {
     const int64_t lanes = std::min<int64_t>(8, n - i);
     const __m256 e = Exp8(_mm256_sub_ps(load(x, i, lanes), max));
     sum = AddWidened(sum, e);
