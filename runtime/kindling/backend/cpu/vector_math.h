@@ -421,6 +421,33 @@ KINDLING_AVX512 inline __m512 Halves8(__m512 x, const F8& f8) {
                          _mm256_castps_pd(high_half), 1));
 }
 
+// The sixteen-lane forms of ExpPolynomial(), RoundLog2() and
+// TimesPowerOfTwo(): the same operations in the same order.
+KINDLING_AVX512 inline __m512 ExpPolynomial16(__m512 r) {
+  const __m512 r2 = _mm512_mul_ps(r, r);
+  const __m512 r4 = _mm512_mul_ps(r2, r2);
+  const __m512 p01 = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r,
+                                     _mm512_set1_ps(1.3981999507e-3f));
+  const __m512 p23 = _mm512_fmadd_ps(_mm512_set1_ps(8.3334519073e-3f), r,
+                                     _mm512_set1_ps(4.1665795894e-2f));
+  const __m512 p45 = _mm512_fmadd_ps(_mm512_set1_ps(1.6666665459e-1f), r,
+                                     _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 p = _mm512_fmadd_ps(p01, r4, _mm512_fmadd_ps(p23, r2, p45));
+  return _mm512_add_ps(_mm512_fmadd_ps(p, r2, r), _mm512_set1_ps(1.0f));
+}
+
+KINDLING_AVX512 inline __m512 RoundLog2_16(__m512 x) {
+  return _mm512_roundscale_ps(
+      _mm512_mul_ps(x, _mm512_set1_ps(vector_math_internal::kLog2e)),
+      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+KINDLING_AVX512 inline __m512 TimesPowerOfTwo16(__m512 value, __m512 n) {
+  return _mm512_castsi512_ps(
+      _mm512_add_epi32(_mm512_castps_si512(value),
+                       _mm512_slli_epi32(_mm512_cvtps_epi32(n), 23)));
+}
+
 // Exp16() is Exp8() on sixteen lanes, bit for bit: the same operations in
 // the same order. A vector with a lane beyond |x| = 86 or a NaN lane goes
 // through Exp8, one half at a time.
@@ -431,26 +458,10 @@ KINDLING_AVX512 inline __m512 Exp16(__m512 x) {
                          _CMP_LE_OQ) != 0xffff) {
     return Halves8(x, [](__m256 half) { return Exp8(half); });
   }
-  const __m512 n =
-      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(internal::kLog2e)),
-                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 n = RoundLog2_16(x);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(internal::kLn2High), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(internal::kLn2Low), r);
-  // ExpPolynomial(r), Estrin's scheme as there.
-  const __m512 r2 = _mm512_mul_ps(r, r);
-  const __m512 r4 = _mm512_mul_ps(r2, r2);
-  const __m512 p01 = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r,
-                                     _mm512_set1_ps(1.3981999507e-3f));
-  const __m512 p23 = _mm512_fmadd_ps(_mm512_set1_ps(8.3334519073e-3f), r,
-                                     _mm512_set1_ps(4.1665795894e-2f));
-  const __m512 p45 = _mm512_fmadd_ps(_mm512_set1_ps(1.6666665459e-1f), r,
-                                     _mm512_set1_ps(5.0000001201e-1f));
-  const __m512 p = _mm512_fmadd_ps(p01, r4, _mm512_fmadd_ps(p23, r2, p45));
-  const __m512 exp_r =
-      _mm512_add_ps(_mm512_fmadd_ps(p, r2, r), _mm512_set1_ps(1.0f));
-  return _mm512_castsi512_ps(
-      _mm512_add_epi32(_mm512_castps_si512(exp_r),
-                       _mm512_slli_epi32(_mm512_cvtps_epi32(n), 23)));
+  return TimesPowerOfTwo16(ExpPolynomial16(r), n);
 }
 
 // Sigmoid16() is Sigmoid8() on sixteen lanes, bit for bit.
@@ -500,27 +511,12 @@ KINDLING_AVX512 inline __m512 Gelu16(__m512 x) {
   const __m512 p4567 = _mm512_fmadd_ps(p67, u2, p45);
   const __m512 p = _mm512_fmadd_ps(p89, u8, _mm512_fmadd_ps(p4567, u4, p0123));
   // e^(high + low) as ExpSum's fast path does it.
-  const __m512 n = _mm512_roundscale_ps(
-      _mm512_mul_ps(sum, _mm512_set1_ps(vector_math_internal::kLog2e)),
-      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 n = RoundLog2_16(sum);
   __m512 r =
       _mm512_fnmadd_ps(n, _mm512_set1_ps(vector_math_internal::kLn2High), high);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(vector_math_internal::kLn2Low), r);
   r = _mm512_add_ps(r, low);
-  const __m512 r2 = _mm512_mul_ps(r, r);
-  const __m512 r4 = _mm512_mul_ps(r2, r2);
-  const __m512 e01 = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r,
-                                     _mm512_set1_ps(1.3981999507e-3f));
-  const __m512 e23 = _mm512_fmadd_ps(_mm512_set1_ps(8.3334519073e-3f), r,
-                                     _mm512_set1_ps(4.1665795894e-2f));
-  const __m512 e45 = _mm512_fmadd_ps(_mm512_set1_ps(1.6666665459e-1f), r,
-                                     _mm512_set1_ps(5.0000001201e-1f));
-  const __m512 e = _mm512_fmadd_ps(e01, r4, _mm512_fmadd_ps(e23, r2, e45));
-  const __m512 exp_r =
-      _mm512_add_ps(_mm512_fmadd_ps(e, r2, r), _mm512_set1_ps(1.0f));
-  const __m512 gaussian = _mm512_castsi512_ps(
-      _mm512_add_epi32(_mm512_castps_si512(exp_r),
-                       _mm512_slli_epi32(_mm512_cvtps_epi32(n), 23)));
+  const __m512 gaussian = TimesPowerOfTwo16(ExpPolynomial16(r), n);
   const __m512 tail = _mm512_mul_ps(_mm512_mul_ps(u, p), gaussian);
   // Phi = Q where x's sign bit is set, as Gelu8's blendv picks.
   const __mmask16 negative = _mm512_test_epi32_mask(
