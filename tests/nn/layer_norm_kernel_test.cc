@@ -247,6 +247,29 @@ TEST(LayerNormKernelTest, EmptyInputThroughTheLayerGivesZeroGradients) {
             ToDoubles(*grads.Find(beta.leaf_id())));
 }
 
+// One feature: every row is its own mean, so xhat is 0, the output is beta
+// and the input gradient is exactly 0 (rstd = 1/sqrt(eps) ~ 316 would blow
+// any rounding in x - mean up into a visible gradient).
+TEST(LayerNormKernelTest, OneFeatureGivesBetaAndAnExactlyZeroInputGradient) {
+  PhiloxGenerator generator(5);
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    const TensorBase x = ops::RandomUniform({37, 1}, dtype, Device::Cpu(),
+                                            generator, 3, 7);
+    const TensorBase gamma = ops::Full({1}, 1.25, dtype, Device::Cpu());
+    const TensorBase beta = ops::Full({1}, -0.5, dtype, Device::Cpu());
+    const TensorBase dy =
+        ops::RandomNormal({37, 1}, dtype, Device::Cpu(), generator, 0, 1);
+    const ops::LayerNormResult y = ops::LayerNorm(x, gamma, beta, kEpsilon);
+    EXPECT_EQ(std::vector<double>(37, -0.5), ToDoubles(y.output))
+        << DTypeName(dtype);
+    EXPECT_EQ(ToDoubles(x), ToDoubles(y.mean)) << DTypeName(dtype);
+    const ops::LayerNormGradients grads = ops::LayerNormBackward(
+        dy, x, y.mean, y.rstd, gamma, {.input = true});
+    EXPECT_EQ(std::vector<double>(37, 0.0), ToDoubles(grads.input))
+        << DTypeName(dtype);
+  }
+}
+
 TEST(LayerNormKernelTest, NoFeaturesGiveNaNStatistics) {
   const TensorBase x = TensorBase::Empty({3, 0}, DType::kF64, Device::Cpu());
   const ops::LayerNormResult y =
