@@ -53,6 +53,7 @@ done
 
 mkdir -p "$out" || exit 2
 readonly LOGS=$(mktemp -d -t kindling-gpu-logs.XXXXXX)
+readonly SCRATCH=$(mktemp -d -t kindling-gpu-scratch.XXXXXX)
 readonly SUMMARY=$out/summary.txt
 readonly ENV_FILE=$out/env.txt
 : >"$SUMMARY"
@@ -242,11 +243,12 @@ record_environment() {
     check "GPUs visible to nvidia-smi" FAIL "none (not a GPU machine? use --cpu-smoke)"
   fi
   if command -v cuobjdump >/dev/null 2>&1; then
-    local binary without=""
+    local binary elves without=""
     for binary in "$BUNDLE"/bin/*; do
-      cuobjdump --list-elf "$binary" >/dev/null 2>&1 || continue  # no CUDA code
-      cuobjdump --list-elf "$binary" 2>/dev/null | grep -q 'sm_90' ||
-        without+=" $(basename "$binary")"
+      # Read the whole listing first: `cuobjdump | grep -q` under pipefail
+      # fails when grep stops reading early (SIGPIPE) on a long listing.
+      elves=$(cuobjdump --list-elf "$binary" 2>/dev/null) || continue  # no CUDA code
+      grep -q 'sm_90' <<<"$elves" || without+=" $(basename "$binary")"
     done
     if [[ -n $without ]]; then
       check "sm_90 machine code (cuobjdump)" FAIL "missing in:$without"
@@ -349,7 +351,8 @@ run_sanitizer() {
   case $rc in
     0) check "compute-sanitizer memcheck, cuda_backend_test" PASS "$(grep -m1 'ERROR SUMMARY' "$LOGS/memcheck.log")" ;;
     124 | 137) check "compute-sanitizer memcheck, cuda_backend_test" FAIL "timed out after ${step_timeout}s" ;;
-    *) check "compute-sanitizer memcheck, cuda_backend_test" FAIL "exit code $rc: $(grep -m1 'ERROR SUMMARY' "$LOGS/memcheck.log")" ;;
+    99) check "compute-sanitizer memcheck, cuda_backend_test" FAIL "$(grep -m1 'ERROR SUMMARY' "$LOGS/memcheck.log") (memcheck.log)" ;;
+    *) check "compute-sanitizer memcheck, cuda_backend_test" FAIL "exit code $rc from the tests under memcheck ($(grep -c '<failure' "$LOGS/memcheck.xml" 2>/dev/null || echo no) failures); $(grep -m1 'ERROR SUMMARY' "$LOGS/memcheck.log")" ;;
   esac
 }
 
@@ -409,8 +412,10 @@ run_examples() {
   local name rc
   for name in quickstart cnn; do
     rc=0
+    # Checkpoints go to a scratch directory, not into results.tar.gz (a
+    # device call brings back at most 16 MiB a file).
     local -a args=(--device="$device" --data_dir="$BUNDLE/data" --epochs=2
-      --out_dir="$LOGS/$name.out")
+      --out_dir="$SCRATCH/$name.out")
     ((cpu_smoke)) && args+=(--max_steps=20)
     run_timed "$LOGS/$name.log" "$BUNDLE/bin/$name" "${args[@]}" || rc=$?
     if ((rc == 0)); then
@@ -433,7 +438,7 @@ wants_step benches && run_benches
 wants_step examples && run_examples
 
 tar -C "$LOGS" -czf "$out/results.tar.gz" . 2>/dev/null
-rm -rf "$LOGS" "${minimal_libs:-/nonexistent}"
+rm -rf "$LOGS" "$SCRATCH" "${minimal_libs:-/nonexistent}"
 if ((checks_failed > 0)); then
   echo "FAIL: $checks_failed check(s) failed" | tee -a "$SUMMARY"
   exit 1
