@@ -333,6 +333,46 @@ TEST_F(CudaBackendTest, BinaryOpsBroadcastAndWorkInPlace) {
   }
 }
 
+// Contiguous operands of one shape take the 16-byte vector path when every
+// pointer is aligned, and the strided one when not (a view starting one
+// element in): both, with tails of every length, and in place. (The 16-bit
+// floats take it through the front end: HalfFrontEndOpsRunNatively...)
+TEST_F(CudaBackendTest, ContiguousBinaryOpsMatchAlignedOrNot) {
+  for (DType dtype :
+       {DType::kF32, DType::kF64, DType::kI64, DType::kI32, DType::kU8}) {
+    for (BinaryOp op : {BinaryOp::kAdd, BinaryOp::kMul, BinaryOp::kMaximum,
+                        BinaryOp::kLess}) {
+      for (int64_t n : {1, 3, 4, 5, 17, 1023, 70001}) {
+        for (int64_t start : {0, 1}) {
+          for (bool in_place : {false, true}) {
+            if (in_place && IsComparison(op)) continue;
+            auto [cpu, gpu] = Both([&](const Device& device) {
+              TensorBase lhs = Input({n + 1}, dtype, 13, device, -50, 50)
+                                   .Narrow(0, start, n);
+              const TensorBase rhs = Input({n + 1}, dtype, 14, device, -50, 50)
+                                         .Narrow(0, start, n);
+              if (in_place) {
+                GetBackend(device).Binary(op, lhs, lhs, rhs);
+                return lhs;
+              }
+              const TensorBase out = TensorBase::Empty(
+                  {n}, IsComparison(op) ? DType::kBool : dtype, device);
+              GetBackend(device).Binary(op, out, lhs, rhs);
+              return out;
+            });
+            ExpectBinaryMatch(cpu, gpu, op, dtype,
+                              "contiguous binary " +
+                                  std::to_string(static_cast<int>(op)) + " " +
+                                  Name(dtype) + " n=" + std::to_string(n) +
+                                  " start=" + std::to_string(start) +
+                                  (in_place ? " in place" : ""));
+          }
+        }
+      }
+    }
+  }
+}
+
 // Scalars that round in the 16-bit floats and the integers (0.1, 300.7),
 // saturate (300.7 in u8, 3e9 in i32 and u8), overflow f16 (70000) or are
 // exact everywhere but u8 (-2).
@@ -669,8 +709,11 @@ TEST_F(CudaBackendTest, HalfReductionsAccumulateInFloat) {
 TEST_F(CudaBackendTest, SoftmaxAndLogSoftmaxAlongLastAndMiddleAxes) {
   for (DType dtype : {DType::kF32, DType::kF64}) {
     for (bool log : {false, true}) {
-      for (const Shape& shape :
-           {Shape{64, 5000}, Shape{300, 10}, Shape{6, 70, 9}}) {
+      // [64, 5000] and [3, 7, 1028] along the last axis take the f32 rows
+      // read once as float4; [5, 20000] is too long for its cache.
+      for (const Shape& shape : {Shape{64, 5000}, Shape{300, 10},
+                                 Shape{6, 70, 9}, Shape{3, 7, 1028},
+                                 Shape{5, 20000}}) {
         for (int axis = 0; axis < shape.rank(); ++axis) {
           auto [cpu, gpu] = Both([&](const Device& device) {
             const TensorBase in = Input(shape, dtype, 19, device, -30, 30);
@@ -697,6 +740,31 @@ TEST_F(CudaBackendTest, SoftmaxAndLogSoftmaxAlongLastAndMiddleAxes) {
     return out;
   });
   ExpectClose(cpu, gpu, {1e-6, 1e-7}, "softmax of -inf");
+  // The same, and a NaN, on rows of the float4 path; and a view whose rows
+  // start one element in (not 16-byte aligned: the general path).
+  for (int64_t start : {0, 1}) {
+    for (bool log : {false, true}) {
+      auto [cpu_rows, gpu_rows] = Both([&](const Device& device) {
+        std::vector<double> values(3 * 64 + 1);
+        for (size_t i = 0; i < values.size(); ++i) values[i] = i % 7 - 3.0;
+        for (int k = 0; k < 64; ++k) values[start + k] = -INFINITY;
+        values[start + 64 + 5] = NAN;
+        const TensorBase in =
+            TensorBase::FromHost(values.data(), {3 * 64 + 1}, DType::kF64,
+                                 kCpu)
+                .To(DType::kF32)
+                .ToDevice(device)
+                .Narrow(0, start, 3 * 64)
+                .Reshape({3, 64});
+        const TensorBase out = TensorBase::Empty({3, 64}, DType::kF32, device);
+        GetBackend(device).Softmax(out, in, 1, log);
+        return out;
+      });
+      ExpectClose(cpu_rows, gpu_rows, {1e-6, 1e-7},
+                  "softmax rows with -inf and NaN, start " +
+                      std::to_string(start) + (log ? " log" : ""));
+    }
+  }
 }
 
 struct MatmulCase {
@@ -1131,7 +1199,8 @@ void ExpectLayerNormClose(const LayerNormOutputs& cpu,
 
 // Rows of every kernel path: a warp per row with 1 to 32 elements a lane
 // (D = 1 .. 1024), a block per row with the row cached in shared memory
-// (1025, 4096) and without (12000 f32 / 6000 f64 elements exceed the
+// (1025, 4096; f32 rows of a multiple of 4 read as float4: 4096, 2052) and
+// without (12000 f32 / 6000 f64 elements exceed the
 // cache), more rows than 32 * 128 (the parameter chunks' cap), and more
 // rows than one grid covers on each path (the grid-stride loops, reusing
 // the shared cache and scratch across rows).
@@ -1142,6 +1211,7 @@ TEST_F(CudaBackendTest, LayerNormMatchesTheCpuOnEveryPath) {
   };
   const Case cases[] = {{5, 1},        {9, 7},     {3, 33},   {40, 100},
                         {17, 1000},    {6, 1024},  {7, 1025}, {33, 4096},
+                        {9, 2052},
                         {3, 12000},    {4, 6000},  {5000, 7}, {4100, 300},
                         {70000, 1025}, {270000, 8}};
   for (DType dtype : {DType::kF32, DType::kF64}) {

@@ -6,6 +6,7 @@
 // (element conversions from device_element.h, wrapping integer arithmetic,
 // NaN-propagating maximum/minimum); the 16-bit floats, which the CPU front
 // end computes in f32, are computed here in f32 and rounded on store.
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -452,10 +453,80 @@ struct BinaryApplyOp {
   }
 };
 
+// Vector16<T>: 16 bytes of T, loaded and stored with one instruction.
+template <class T>
+struct alignas(16) Vector16 {
+  static constexpr int kLanes = 16 / sizeof(T);
+  T lane[kLanes];
+};
+
+// VectorBinaryKernel: out[i] = f(lhs[i], rhs[i]) over `count` contiguous
+// elements, 16 bytes of each operand a thread per step (every pointer
+// 16-byte aligned), then the last count % kLanes elements one by one. A
+// thread reads its vector before writing it, so out may alias lhs exactly.
+template <class T, class F>
+__global__ void VectorBinaryKernel(int64_t count, T* out, const T* lhs,
+                                   const T* rhs, F f) {
+  using V = Vector16<T>;
+  const int64_t vectors = count / V::kLanes;
+  for (int64_t i = GlobalThread(); i < vectors; i += GridThreads()) {
+    const V a = reinterpret_cast<const V*>(lhs)[i];
+    const V b = reinterpret_cast<const V*>(rhs)[i];
+    V c;
+#pragma unroll
+    for (int k = 0; k < V::kLanes; ++k) {
+      c.lane[k] = Store<T>(f(Load(a.lane[k]), Load(b.lane[k])));
+    }
+    reinterpret_cast<V*>(out)[i] = c;
+  }
+  for (int64_t i = vectors * V::kLanes + GlobalThread(); i < count;
+       i += GridThreads()) {
+    out[i] = Store<T>(f(Load(lhs[i]), Load(rhs[i])));
+  }
+}
+
+bool Aligned16(const void* pointer) {
+  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
+}
+
+// RunVectorBinary(): the VectorBinaryKernel launch when it applies (same
+// dtype out, every operand contiguous in the output's order, 16-byte
+// aligned); false otherwise. Scalar loads left `a + b` at 0.78x of a
+// device-to-device memcpy's bandwidth on an H100.
+template <class TOut, class T, class F>
+bool RunVectorBinary(cudaStream_t stream, const StridedIndexer<3>& indexer,
+                     const TensorBase& out, const TensorBase& lhs,
+                     const TensorBase& rhs, F f) {
+  if constexpr (!std::is_same_v<TOut, T> || std::is_same_v<T, bool> ||
+                16 % sizeof(T) != 0) {
+    return false;
+  } else {
+    if (indexer.rank != 1) return false;
+    for (int k = 0; k < 3; ++k) {
+      if (indexer.strides[k][0] != 1) return false;
+    }
+    T* out_data = out.data_as<T>();
+    const T* lhs_data = lhs.data_as<const T>();
+    const T* rhs_data = rhs.data_as<const T>();
+    if (!Aligned16(out_data) || !Aligned16(lhs_data) || !Aligned16(rhs_data)) {
+      return false;
+    }
+    const LaunchGrid grid =
+        GridFor(std::max<int64_t>(1, indexer.numel / Vector16<T>::kLanes));
+    VectorBinaryKernel<T, F>
+        <<<static_cast<unsigned>(grid.blocks), grid.threads, 0, stream>>>(
+            indexer.numel, out_data, lhs_data, rhs_data, f);
+    KINDLING_CUDA_CHECK_LAUNCH("VectorBinaryKernel");
+    return true;
+  }
+}
+
 template <class TOut, class T, class F>
 void RunBinary(cudaStream_t stream, const StridedIndexer<3>& indexer,
                const TensorBase& out, const TensorBase& lhs,
                const TensorBase& rhs, F f) {
+  if (indexer.numel == 0) return;
+  if (RunVectorBinary<TOut, T>(stream, indexer, out, lhs, rhs, f)) return;
   LaunchStrided(
       "BinaryApplyOp", stream, indexer,
       BinaryApplyOp<TOut, T, F>{out.data_as<TOut>(), lhs.data_as<const T>(),

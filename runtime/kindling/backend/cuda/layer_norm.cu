@@ -11,7 +11,8 @@
 // the sums are warp shuffles. Longer rows go to a block each (kRowThreads
 // threads, element i on thread i % kRowThreads); the block keeps the row in
 // dynamic shared memory when it fits (kCacheBytes), else re-reads it from
-// global memory (then mostly from L2) in the later passes. Each thread only
+// global memory (then mostly from L2) in the later passes (f32 rows that
+// fit and are 16-byte aligned are read as float4). Each thread only
 // ever touches its own cache entries, so the cache needs no barrier; the
 // block sums do.
 //
@@ -248,6 +249,70 @@ __global__ void __launch_bounds__(kWarp* kWarpRows)
   }
 }
 
+// LayerNormBlockRowsF32x4: LayerNormBlockRows for f32 rows that fit the
+// cache, d a multiple of 4 and every pointer 16-byte aligned
+// (Aligned16Rows): the row is read as float4 (element i on thread
+// (i / 4) % kRowThreads), gamma and beta likewise. The scalar-load kernel
+// reached 0.66x of a device-to-device memcpy on [8192, 4096] on an H100.
+__global__ void __launch_bounds__(kRowThreads)
+    LayerNormBlockRowsF32x4(const float* __restrict__ x,
+                            const float* __restrict__ gamma,
+                            const float* __restrict__ beta,
+                            float* __restrict__ y, float* __restrict__ mean,
+                            float* __restrict__ rstd, int64_t rows, int64_t d,
+                            double epsilon) {
+  extern __shared__ __align__(16) unsigned char row_cache_bytes[];
+  float4* cache = reinterpret_cast<float4*>(row_cache_bytes);
+  __shared__ float scratch[kWarp];
+  const int64_t d4 = d / 4;
+  const float4* gamma4 = reinterpret_cast<const float4*>(gamma);
+  const float4* beta4 = reinterpret_cast<const float4*>(beta);
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float4* x_row = reinterpret_cast<const float4*>(x + row * d);
+    float sum = 0;
+    for (int64_t i = threadIdx.x; i < d4; i += blockDim.x) {
+      const float4 v = x_row[i];
+      cache[i] = v;
+      sum += (v.x + v.y) + (v.z + v.w);
+    }
+    const float mu = BlockSum(sum, scratch) / static_cast<float>(d);
+    float squares = 0;
+    for (int64_t i = threadIdx.x; i < d4; i += blockDim.x) {
+      const float4 v = cache[i];
+      const float a = v.x - mu, b = v.y - mu, c = v.z - mu, e = v.w - mu;
+      squares += (a * a + b * b) + (c * c + e * e);
+    }
+    const float rs =
+        InverseStd(BlockSum(squares, scratch) / static_cast<float>(d), epsilon);
+    float4* y_row = reinterpret_cast<float4*>(y + row * d);
+    for (int64_t i = threadIdx.x; i < d4; i += blockDim.x) {
+      const float4 v = cache[i];
+      const float4 g =
+          gamma4 != nullptr ? gamma4[i] : make_float4(1.f, 1.f, 1.f, 1.f);
+      const float4 b =
+          beta4 != nullptr ? beta4[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+      y_row[i] = make_float4((v.x - mu) * rs * g.x + b.x,
+                             (v.y - mu) * rs * g.y + b.y,
+                             (v.z - mu) * rs * g.z + b.z,
+                             (v.w - mu) * rs * g.w + b.w);
+    }
+    if (threadIdx.x == 0) {
+      mean[row] = mu;
+      rstd[row] = rs;
+    }
+  }
+}
+
+// Aligned16Rows(): every pointer (null ones aside) 16-byte aligned and rows
+// of a multiple of 4 floats, so each row starts aligned too.
+bool Aligned16Rows(int64_t d, std::initializer_list<const void*> pointers) {
+  if (d % 4 != 0) return false;
+  for (const void* pointer : pointers) {
+    if (reinterpret_cast<uintptr_t>(pointer) % 16 != 0) return false;
+  }
+  return true;
+}
+
 // LayerNormBackwardBlockRows: dx for a row per block; xhat and g cached in
 // dynamic shared memory (2 * d * sizeof(C) bytes) when `cached`, else
 // recomputed from global memory.
@@ -452,6 +517,15 @@ void LayerNormKernel(cudaStream_t stream, const TensorBase& out,
     } else {
       const bool cached = d * static_cast<int64_t>(sizeof(C)) <= kCacheBytes;
       const size_t cache_bytes = cached ? d * sizeof(C) : 0;
+      if constexpr (std::is_same_v<T, float>) {
+        if (cached && Aligned16Rows(d, {x, gamma_data, beta_data, y})) {
+          LayerNormBlockRowsF32x4<<<RowBlocks(rows), kRowThreads, cache_bytes,
+                                    stream>>>(x, gamma_data, beta_data, y,
+                                              means, rstds, rows, d, epsilon);
+          KINDLING_CUDA_CHECK_LAUNCH("LayerNormBlockRowsF32x4");
+          return;
+        }
+      }
       LayerNormBlockRows<T>
           <<<RowBlocks(rows), kRowThreads, cache_bytes, stream>>>(
               x, gamma_data, beta_data, y, means, rstds, rows, d, epsilon,
