@@ -403,7 +403,7 @@ run_benches() {
   run_bench device_load_bench --benchmark_repetitions=3 \
     --benchmark_report_aggregates_only=true
   KINDLING_TRAIN_BENCH_SAMPLES=20000 run_bench train_bench \
-    --benchmark_filter=Device
+    --benchmark_filter=Device --benchmark_repetitions=3
 }
 
 run_examples() {
