@@ -175,6 +175,38 @@ TEST(LrScheduleTest, MatchesPyTorchSchedulers) {
   }
 }
 
+// LambdaLR's rule, base_lr * factor(completed steps): a lambda written as
+// StepLR's formula gives StepLR's rates, alone and inside Sequential (where
+// it counts its steps from its milestone), and survives a copy.
+TEST(LrScheduleTest, LambdaScalesTheBaseRateByItsFactor) {
+  const LrSchedule step = LrSchedule::Step(7, 0.5);
+  const LrSchedule lambda = LrSchedule::Lambda(
+      [](int64_t t) { return std::pow(0.5, static_cast<double>(t / 7)); });
+  const LrSchedule copy = lambda;
+  const LrSchedule warm_then_lambda = LrSchedule::Sequential(
+      {LrSchedule::LinearWarmup(3, 0.5), lambda}, {3});
+  const LrSchedule warm_then_step =
+      LrSchedule::Sequential({LrSchedule::LinearWarmup(3, 0.5), step}, {3});
+  for (int64_t t = 0; t < 30; ++t) {
+    EXPECT_EQ(step.LearningRate(0.1, t), lambda.LearningRate(0.1, t)) << t;
+    EXPECT_EQ(step.LearningRate(0.1, t), copy.LearningRate(0.1, t)) << t;
+    EXPECT_EQ(warm_then_step.LearningRate(0.1, t),
+              warm_then_lambda.LearningRate(0.1, t))
+        << t;
+  }
+}
+
+TEST(LrScheduleDeathTest, LambdaFactorThatIsNotAFiniteNonNegativeDies) {
+  const LrSchedule negative =
+      LrSchedule::Lambda([](int64_t t) { return t < 4 ? 1.0 : -0.5; });
+  EXPECT_EQ(0.1, negative.LearningRate(0.1, 3));
+  EXPECT_DEATH(negative.LearningRate(0.1, 4),
+               "LrSchedule::Lambda: factor\\(4\\) is -0.5");
+  const LrSchedule nan = LrSchedule::Lambda([](int64_t) { return NAN; });
+  EXPECT_DEATH(nan.LearningRate(0.1, 0), "factor\\(0\\) is nan");
+  EXPECT_DEATH(LrSchedule::Lambda(nullptr), "factor is empty");
+}
+
 TEST(LrScheduleTest, OptimizerUsesTheScheduledRate) {
   // SGD without momentum moves by exactly lr * grad, so the parameter's
   // trajectory reads the schedule back.

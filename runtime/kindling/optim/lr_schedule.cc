@@ -73,6 +73,13 @@ LrSchedule LrSchedule::CosineWithWarmup(int64_t warmup_steps,
                     {warmup_steps});
 }
 
+LrSchedule LrSchedule::Lambda(std::function<double(int64_t step)> factor) {
+  KINDLING_CHECK(factor != nullptr, "LrSchedule::Lambda: factor is empty");
+  LrSchedule schedule(Kind::kLambda);
+  schedule.factor_of_step_ = std::move(factor);
+  return schedule;
+}
+
 double LrSchedule::LearningRate(double base_lr, int64_t step) const {
   KINDLING_CHECK(step >= 0, "LrSchedule: step %d is negative", step);
   switch (kind_) {
@@ -95,6 +102,14 @@ double LrSchedule::LearningRate(double base_lr, int64_t step) const {
           milestones_.begin());
       const int64_t start = index == 0 ? 0 : milestones_[index - 1];
       return children_[index].LearningRate(base_lr, step - start);
+    }
+    case Kind::kLambda: {
+      const double factor = factor_of_step_(step);
+      KINDLING_CHECK(std::isfinite(factor) && factor >= 0,
+                     "LrSchedule::Lambda: factor(%d) is %g; it must be finite "
+                     "and >= 0",
+                     step, factor);
+      return base_lr * factor;
     }
   }
   return base_lr;

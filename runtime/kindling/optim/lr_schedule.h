@@ -6,6 +6,7 @@
 //   LinearLR(start_factor, 1.0, iters)  LrSchedule::LinearWarmup(iters, ...)
 //   CosineAnnealingLR(T_max, eta_min)   LrSchedule::Cosine(T_max, eta_min)
 //   SequentialLR([a, b], [m])           LrSchedule::Sequential({a, b}, {m})
+//   LambdaLR(lr_lambda)                 LrSchedule::Lambda(factor)
 //
 // A schedule is a pure function of (base_lr, step): LearningRate(base_lr, t)
 // is the rate of the optimizer step that starts after t completed steps (what
@@ -23,6 +24,7 @@
 #define KINDLING_OPTIM_LR_SCHEDULE_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace kindling {
@@ -62,12 +64,26 @@ class LrSchedule {
                                      double min_lr = 0,
                                      double warmup_start_factor = 1.0 / 3);
 
+  // Lambda() is base_lr * factor(step): any schedule the factories above do
+  // not cover (LambdaLR). `factor` must be a pure function of the step (the
+  // optimizer's saved step count is all a checkpoint restores) and safe to
+  // call from several threads if the optimizer is; a factor that is negative
+  // or not finite aborts, naming the step. REQUIRES: factor is callable.
+  static LrSchedule Lambda(std::function<double(int64_t step)> factor);
+
   // LearningRate() is the rate of the step after `step` completed steps.
   // REQUIRES: step >= 0.
   double LearningRate(double base_lr, int64_t step) const;
 
  private:
-  enum class Kind { kConstant, kStep, kLinearWarmup, kCosine, kSequential };
+  enum class Kind {
+    kConstant,
+    kStep,
+    kLinearWarmup,
+    kCosine,
+    kSequential,
+    kLambda
+  };
 
   explicit LrSchedule(Kind kind) : kind_(kind) {}
 
@@ -77,6 +93,7 @@ class LrSchedule {
   double min_lr_ = 0;
   std::vector<LrSchedule> children_;
   std::vector<int64_t> milestones_;
+  std::function<double(int64_t)> factor_of_step_;  // kLambda
 };
 
 }  // namespace kindling
