@@ -253,8 +253,8 @@ TEST(LayerNormKernelTest, EmptyInputThroughTheLayerGivesZeroGradients) {
 TEST(LayerNormKernelTest, OneFeatureGivesBetaAndAnExactlyZeroInputGradient) {
   PhiloxGenerator generator(5);
   for (DType dtype : {DType::kF32, DType::kF64}) {
-    const TensorBase x = ops::RandomUniform({37, 1}, dtype, Device::Cpu(),
-                                            generator, 3, 7);
+    const TensorBase x =
+        ops::RandomUniform({37, 1}, dtype, Device::Cpu(), generator, 3, 7);
     const TensorBase gamma = ops::Full({1}, 1.25, dtype, Device::Cpu());
     const TensorBase beta = ops::Full({1}, -0.5, dtype, Device::Cpu());
     const TensorBase dy =
@@ -263,8 +263,8 @@ TEST(LayerNormKernelTest, OneFeatureGivesBetaAndAnExactlyZeroInputGradient) {
     EXPECT_EQ(std::vector<double>(37, -0.5), ToDoubles(y.output))
         << DTypeName(dtype);
     EXPECT_EQ(ToDoubles(x), ToDoubles(y.mean)) << DTypeName(dtype);
-    const ops::LayerNormGradients grads = ops::LayerNormBackward(
-        dy, x, y.mean, y.rstd, gamma, {.input = true});
+    const ops::LayerNormGradients grads =
+        ops::LayerNormBackward(dy, x, y.mean, y.rstd, gamma, {.input = true});
     EXPECT_EQ(std::vector<double>(37, 0.0), ToDoubles(grads.input))
         << DTypeName(dtype);
   }

@@ -183,8 +183,8 @@ TEST(LrScheduleTest, LambdaScalesTheBaseRateByItsFactor) {
   const LrSchedule lambda = LrSchedule::Lambda(
       [](int64_t t) { return std::pow(0.5, static_cast<double>(t / 7)); });
   const LrSchedule copy = lambda;
-  const LrSchedule warm_then_lambda = LrSchedule::Sequential(
-      {LrSchedule::LinearWarmup(3, 0.5), lambda}, {3});
+  const LrSchedule warm_then_lambda =
+      LrSchedule::Sequential({LrSchedule::LinearWarmup(3, 0.5), lambda}, {3});
   const LrSchedule warm_then_step =
       LrSchedule::Sequential({LrSchedule::LinearWarmup(3, 0.5), step}, {3});
   for (int64_t t = 0; t < 30; ++t) {

@@ -360,12 +360,11 @@ TEST_F(CudaBackendTest, ContiguousBinaryOpsMatchAlignedOrNot) {
               GetBackend(device).Binary(op, out, lhs, rhs);
               return out;
             });
-            ExpectBinaryMatch(cpu, gpu, op, dtype,
-                              "contiguous binary " +
-                                  std::to_string(static_cast<int>(op)) + " " +
-                                  Name(dtype) + " n=" + std::to_string(n) +
-                                  " start=" + std::to_string(start) +
-                                  (in_place ? " in place" : ""));
+            ExpectBinaryMatch(
+                cpu, gpu, op, dtype,
+                "contiguous binary " + std::to_string(static_cast<int>(op)) +
+                    " " + Name(dtype) + " n=" + std::to_string(n) + " start=" +
+                    std::to_string(start) + (in_place ? " in place" : ""));
           }
         }
       }
@@ -711,9 +710,9 @@ TEST_F(CudaBackendTest, SoftmaxAndLogSoftmaxAlongLastAndMiddleAxes) {
     for (bool log : {false, true}) {
       // [64, 5000] and [3, 7, 1028] along the last axis take the f32 rows
       // read once as float4; [5, 20000] is too long for its cache.
-      for (const Shape& shape : {Shape{64, 5000}, Shape{300, 10},
-                                 Shape{6, 70, 9}, Shape{3, 7, 1028},
-                                 Shape{5, 20000}}) {
+      for (const Shape& shape :
+           {Shape{64, 5000}, Shape{300, 10}, Shape{6, 70, 9}, Shape{3, 7, 1028},
+            Shape{5, 20000}}) {
         for (int axis = 0; axis < shape.rank(); ++axis) {
           auto [cpu, gpu] = Both([&](const Device& device) {
             const TensorBase in = Input(shape, dtype, 19, device, -30, 30);
@@ -750,8 +749,7 @@ TEST_F(CudaBackendTest, SoftmaxAndLogSoftmaxAlongLastAndMiddleAxes) {
         for (int k = 0; k < 64; ++k) values[start + k] = -INFINITY;
         values[start + 64 + 5] = NAN;
         const TensorBase in =
-            TensorBase::FromHost(values.data(), {3 * 64 + 1}, DType::kF64,
-                                 kCpu)
+            TensorBase::FromHost(values.data(), {3 * 64 + 1}, DType::kF64, kCpu)
                 .To(DType::kF32)
                 .ToDevice(device)
                 .Narrow(0, start, 3 * 64)
@@ -1209,11 +1207,10 @@ TEST_F(CudaBackendTest, LayerNormMatchesTheCpuOnEveryPath) {
     int64_t rows;
     int64_t d;
   };
-  const Case cases[] = {{5, 1},        {9, 7},     {3, 33},   {40, 100},
-                        {17, 1000},    {6, 1024},  {7, 1025}, {33, 4096},
-                        {9, 2052},
-                        {3, 12000},    {4, 6000},  {5000, 7}, {4100, 300},
-                        {70000, 1025}, {270000, 8}};
+  const Case cases[] = {{5, 1},      {9, 7},        {3, 33},    {40, 100},
+                        {17, 1000},  {6, 1024},     {7, 1025},  {33, 4096},
+                        {9, 2052},   {3, 12000},    {4, 6000},  {5000, 7},
+                        {4100, 300}, {70000, 1025}, {270000, 8}};
   for (DType dtype : {DType::kF32, DType::kF64}) {
     const Tolerance tol =
         dtype == DType::kF64 ? Tolerance{1e-10, 1e-12} : Tolerance{1e-4, 1e-5};

@@ -291,10 +291,9 @@ __global__ void __launch_bounds__(kRowThreads)
           gamma4 != nullptr ? gamma4[i] : make_float4(1.f, 1.f, 1.f, 1.f);
       const float4 b =
           beta4 != nullptr ? beta4[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-      y_row[i] = make_float4((v.x - mu) * rs * g.x + b.x,
-                             (v.y - mu) * rs * g.y + b.y,
-                             (v.z - mu) * rs * g.z + b.z,
-                             (v.w - mu) * rs * g.w + b.w);
+      y_row[i] =
+          make_float4((v.x - mu) * rs * g.x + b.x, (v.y - mu) * rs * g.y + b.y,
+                      (v.z - mu) * rs * g.z + b.z, (v.w - mu) * rs * g.w + b.w);
     }
     if (threadIdx.x == 0) {
       mean[row] = mu;
