@@ -7,10 +7,13 @@
 // *uninitialized*: it keeps an init function plus the device, shape and
 // require-grad flag the value will have, and runs the function on first read.
 //
+//   kindling::PhiloxGenerator generator(/*seed=*/42);
 //   auto weight = kindling::Param<Tensor<2>>::Uninitialized(
 //       kindling::ParamId::New(),
-//       [](const Device& device, bool require_grad) {
-//         return Tensor<2>::RandomNormal({512, 256}, device, ...);
+//       [&generator](const Device& device, bool require_grad) {
+//         return Tensor<2>::RandomNormal({512, 256}, generator, /*mean=*/0,
+//                                        /*std=*/0.02, device)
+//             .with_require_grad(require_grad);
 //       },
 //       Device::Cpu(), /*require_grad=*/true, Shape{512, 256});
 //   weight.lazy_shape();          // {512, 256}; nothing allocated
@@ -25,7 +28,7 @@
 //     function runs at most once however many copies read it, and a copy read
 //     after the original equals it. (Burn's first lazy clone gave each clone
 //     its own init run, so clones held different random weights; see
-//     DESIGN.md.)
+//     docs/params.md.)
 //   * Operations that change the value (map, init_mapper, set_require_grad,
 //     load) return a Param with a state of its own; the other copies keep
 //     theirs. On a still-lazy Param, init_mapper and set_require_grad stay

@@ -7,9 +7,9 @@
 //   kindling::data::DataLoader loader(*train, {.batch_size = 64, .seed = 42});
 //   for (int epoch = 0; epoch < 10; ++epoch) {
 //     while (std::optional<kindling::data::Batch> batch = loader.Next()) {
-//       batch->images;  // f32 [64, 784] (the last batch of an epoch: [32,
-//       784]) batch->labels;  // i64 [64] batch->images_nchw();  // f32 [64, 1,
-//       28, 28], a view
+//       // batch->images: f32 [64, 784] (an epoch's last batch may be
+//       // smaller: [32, 784]); batch->labels: i64 [64];
+//       // batch->images_nchw(): f32 [64, 1, 28, 28], a view of images.
 //     }
 //     // Next() returned nullopt: epoch `epoch` is done; the next call starts
 //     // the following one.

@@ -8,7 +8,12 @@
 // generator writes stays short enough to read:
 //
 //   namespace demo {
-//   struct MlpRecord;
+//   // MlpRecord: the saved state of demo::Mlp, one member per field that
+//   // holds parameters.
+//   struct MlpRecord {
+//     kindling::RecordOf<kindling::nn::Linear> fc1;
+//     kindling::RecordOf<std::vector<kindling::nn::Linear>> hidden;
+//   };
 //   }  // namespace demo
 //
 //   namespace kindling {
@@ -42,18 +47,11 @@
 //   };
 //   }  // namespace kindling
 //
-//   namespace demo {
-//   struct MlpRecord {
-//     kindling::RecordOf<kindling::nn::Linear> fc1;
-//     kindling::RecordOf<std::vector<kindling::nn::Linear>> hidden;
-//   };
-//   }  // namespace demo
-//
 // Order matters: a record's members name RecordOf<Submodule>, which needs the
-// submodule's ModuleTraits specialization complete. So a generated file first
-// forward-declares its records, then specializes ModuleTraits for every
-// module, then defines the records; and it includes the `.kindling.h` of each
-// header that defines a submodule type before all of that.
+// submodule's ModuleTraits specialization complete. So a generated file
+// includes the `.kindling.h` of each header that defines a submodule type,
+// then emits each module's record followed by its traits, a module before
+// any module of the same header that holds it.
 //
 // A hand-written specialization of the same shape works too (the benchmarks
 // compare one against the generated code).

@@ -59,8 +59,7 @@ struct KeyRemapRule {
 struct PyTorchAdapter {
   std::vector<std::string> linear_types = {"kindling::nn::Linear"};
   std::vector<std::string> norm_types = {"kindling::nn::LayerNorm",
-                                         "kindling::nn::BatchNorm",
-                                         "kindling::nn::GroupNorm"};
+                                         "kindling::nn::BatchNorm"};
 };
 
 // LoadOptions: how LoadModule() matches file keys to parameters.
