@@ -365,7 +365,7 @@ void LayerNormForwardBackward(In in) {
   BackwardOptions options;
   options.grad_output = in.upstream.base();
   const Gradients grads = Backward(y, options);
-  benchmark::DoNotOptimize(grads.Find(in.matrix_leaf.leaf_id())->data());
+  benchmark::DoNotOptimize(grads.Get(in.matrix_leaf.leaf_id())->data());
 }
 
 BENCHMARK_CAPTURE(BM_LayerNorm, layer_norm_last, "layer_norm_last",

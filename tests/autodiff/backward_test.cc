@@ -26,9 +26,9 @@ Tensor<1, Float> Leaf(std::initializer_list<double> values) {
 }
 
 std::vector<double> GradOf(const Gradients& grads, ParamId id) {
-  const TensorBase* grad = grads.Find(id);
-  EXPECT_NE(nullptr, grad) << "no gradient for " << id;
-  return grad == nullptr ? std::vector<double>() : ToDoubles(*grad);
+  std::optional<TensorBase> grad = grads.Get(id);
+  EXPECT_TRUE(grad.has_value()) << "no gradient for " << id;
+  return !grad.has_value() ? std::vector<double>() : ToDoubles(*grad);
 }
 
 TEST(BackwardTest, DiamondSumsBothPaths) {
@@ -61,10 +61,10 @@ TEST(BackwardTest, LeafGradientsOwnTheirStorage) {
   const auto seed = Tensor<1>::FromData<double>({5, 6}, {2});
   options.grad_output = seed.base();
   Gradients grads = Backward(a + b, options);
-  const TensorBase* grad_a = grads.Find(a.leaf_id());
-  const TensorBase* grad_b = grads.Find(b.leaf_id());
-  ASSERT_NE(nullptr, grad_a);
-  ASSERT_NE(nullptr, grad_b);
+  std::optional<TensorBase> grad_a = grads.Get(a.leaf_id());
+  std::optional<TensorBase> grad_b = grads.Get(b.leaf_id());
+  ASSERT_TRUE(grad_a.has_value());
+  ASSERT_TRUE(grad_b.has_value());
   EXPECT_NE(grad_a->storage(), grad_b->storage());
   EXPECT_NE(seed.base().storage(), grad_a->storage());
   EXPECT_NE(seed.base().storage(), grad_b->storage());
@@ -78,7 +78,7 @@ TEST(BackwardTest, FrozenAndDetachedInputsGetNoGradient) {
   const Gradients grads =
       Backward((trainable * frozen + detached.detach()).sum());
   EXPECT_EQ((std::vector<double>{3, 4}), GradOf(grads, trainable.leaf_id()));
-  EXPECT_EQ(nullptr, grads.Find(detached.leaf_id()));
+  EXPECT_FALSE(grads.Get(detached.leaf_id()).has_value());
   EXPECT_EQ(1u, grads.size());
   EXPECT_FALSE(frozen.is_require_grad());
   EXPECT_FALSE(detached.detach().is_require_grad());
@@ -93,7 +93,7 @@ TEST(BackwardTest, FrozenParamGetsNoGradient) {
                           .set_require_grad(false);
   const Gradients grads = Backward((*trained * *frozen).sum());
   EXPECT_EQ((std::vector<double>{1, 2}), GradOf(grads, trained.id()));
-  EXPECT_EQ(nullptr, grads.Find(frozen.id()));
+  EXPECT_FALSE(grads.Get(frozen.id()).has_value());
 }
 
 TEST(BackwardTest, TiedParamsGetTheSum) {
@@ -158,11 +158,37 @@ TEST(BackwardTest, RetainedResultsReportTheirGradient) {
   const auto hidden = (x * 2.0).retain_grad();
   const auto unmarked = x * 4.0;
   const Gradients grads = Backward((hidden * hidden).sum() + unmarked.sum());
-  const TensorBase* hidden_grad = grads.FindRetained(hidden);
-  ASSERT_NE(nullptr, hidden_grad);
+  std::optional<TensorBase> hidden_grad = grads.Get(hidden.base());
+  ASSERT_TRUE(hidden_grad.has_value());
   EXPECT_EQ((std::vector<double>{4, -12}), ToDoubles(*hidden_grad));  // 2h
-  EXPECT_EQ(nullptr, grads.FindRetained(unmarked));
+  EXPECT_FALSE(grads.Get(unmarked).has_value());
   EXPECT_EQ((std::vector<double>{8 + 4, -24 + 4}), GradOf(grads, x.leaf_id()));
+}
+
+// Get() by Param (typed), by leaf tensor (typed or not) and by id return the
+// same gradient, as handles that outlive the Gradients object; a tensor
+// that is neither a require-grad leaf nor a retained result has none.
+TEST(BackwardTest, GetByParamByLeafAndByIdReturnHandles) {
+  auto weight = Param<Tensor<1>>::Initialized(
+      ParamId::New(),
+      Tensor<1>::FromData<double>({1, 2, 3}, {3}).set_require_grad(true));
+  const auto x = Leaf({4, 5, 6});
+  std::optional<Tensor<1>> by_param;
+  std::optional<TensorBase> by_id;
+  std::optional<Tensor<1>> by_leaf;
+  {
+    const Gradients grads = Backward((*weight * x).sum());
+    by_param = grads.Get(weight);
+    by_id = grads.Get(weight.id());
+    by_leaf = grads.Get(x);
+    EXPECT_EQ(grads.Get(x.base())->data(), by_leaf->base().data());
+    EXPECT_FALSE(grads.Get(x * 2.0).has_value());                // an op result
+    EXPECT_FALSE(grads.Get(Tensor<1>::Zeros({3})).has_value());  // no grad
+  }  // the Gradients object is gone; the handles still hold the values
+  ASSERT_TRUE(by_param.has_value() && by_id.has_value() && by_leaf.has_value());
+  EXPECT_EQ((std::vector<double>{4, 5, 6}), ToDoubles(by_param->base()));
+  EXPECT_EQ(by_param->base().data(), by_id->data());
+  EXPECT_EQ((std::vector<double>{1, 2, 3}), ToDoubles(by_leaf->base()));
 }
 
 TEST(BackwardTest, LeafLossAndNonScalarLoss) {

@@ -38,7 +38,7 @@ TEST(BufferDetachTest, ReadingABufferGivesItNoGradient) {
       ParamId::New(), Tensor<1>::Ones({2}).set_require_grad(true)));
   const Gradients grads = Backward((x * scale.value()).sum());
   EXPECT_EQ(1u, grads.size());
-  EXPECT_EQ(nullptr, grads.Find(scale.id()));
+  EXPECT_FALSE(grads.Get(scale.id()).has_value());
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ std::vector<double> GradientOf(const TensorParam& weight, const Tensor<2>& x) {
   };
   const Gradients grads = Backward(loss, options);
   EXPECT_EQ(1, ready_calls);
-  return testing::ToDoubles(*grads.Find(weight.id()));
+  return testing::ToDoubles(*grads.Get(weight.id()));
 }
 
 TEST(ConcurrentBackwardTest, ForkedWorkersMatchASingleThread) {
@@ -66,14 +66,14 @@ TEST(ConcurrentBackwardTest, TwoThreadsShareARetainedGraph) {
   BackwardOptions options;
   options.retain_graph = true;  // nodes are then only read
   const std::vector<double> expected =
-      testing::ToDoubles(*Backward(loss, options).Find(w.leaf_id()));
+      testing::ToDoubles(*Backward(loss, options).Get(w.leaf_id()));
   std::vector<std::vector<double>> results(2);
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 20; ++i) {
         results[t] =
-            testing::ToDoubles(*Backward(loss, options).Find(w.leaf_id()));
+            testing::ToDoubles(*Backward(loss, options).Get(w.leaf_id()));
       }
     });
   }

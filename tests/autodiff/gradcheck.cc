@@ -60,16 +60,16 @@ TensorBase RandomLeaf(const Shape& shape, Generator& generator, double low,
 
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].is_require_grad()) continue;
-    const TensorBase* analytic_grad = grads.Find(inputs[i].leaf_id());
-    if (analytic_grad != nullptr &&
+    std::optional<TensorBase> analytic_grad = grads.Get(inputs[i].leaf_id());
+    if (analytic_grad.has_value() &&
         analytic_grad->shape() != inputs[i].shape()) {
       return ::testing::AssertionFailure()
              << "input " << i << ": gradient " << analytic_grad->ToString()
              << " for " << inputs[i].ToString();
     }
     const std::vector<double> analytic =
-        analytic_grad != nullptr ? ToDoubles(*analytic_grad)
-                                 : std::vector<double>(inputs[i].numel(), 0.0);
+        analytic_grad.has_value() ? ToDoubles(*analytic_grad)
+                                  : std::vector<double>(inputs[i].numel(), 0.0);
     const std::vector<double> base = ToDoubles(inputs[i]);
     std::vector<TensorBase> perturbed(inputs.begin(), inputs.end());
     for (int64_t k = 0; k < inputs[i].numel(); ++k) {

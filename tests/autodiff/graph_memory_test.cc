@@ -90,7 +90,7 @@ TEST(GraphMemoryTest, TenThousandStepsKeepLiveBytesFlat) {
     if (step == 9999) at_last_step = LiveBytes();
     const Tensor<0> loss = (matmul(x, w).tanh() - 0.5).pow(2.0).mean();
     const Gradients grads = Backward(loss);
-    const Tensor<2> grad(*grads.Find(w.leaf_id()));
+    const Tensor<2> grad(*grads.Get(w.leaf_id()));
     {
       NoGradGuard no_grad;  // an SGD step records nothing
       w = (w.detach() - grad * 0.05).set_require_grad(true);
@@ -111,7 +111,7 @@ TEST(GraphMemoryTest, DeepGraphsAreFreedAndRunWithoutRecursion) {
     Tensor<1> y = x;
     for (int i = 0; i < 100000; ++i) y = (y + 1.0) * 1.0;
     const Gradients grads = Backward(y.sum());
-    EXPECT_EQ(1.0f, Tensor<1>(*grads.Find(x.leaf_id())).item<float>());
+    EXPECT_EQ(1.0f, Tensor<1>(*grads.Get(x.leaf_id())).item<float>());
   }
   {
     Tensor<1> y = x;

@@ -25,10 +25,10 @@ Tensor<1> Leaf(std::vector<float> values) {
 }
 
 std::vector<float> GradOf(const Gradients& grads, const Tensor<1>& leaf) {
-  const TensorBase* grad = grads.Find(leaf.leaf_id());
-  EXPECT_NE(nullptr, grad);
-  return grad == nullptr ? std::vector<float>()
-                         : Tensor<1>(*grad).to_data<float>();
+  std::optional<TensorBase> grad = grads.Get(leaf.leaf_id());
+  EXPECT_TRUE(grad.has_value());
+  return !grad.has_value() ? std::vector<float>()
+                           : Tensor<1>(*grad).to_data<float>();
 }
 
 // --- Saved tensors written after the forward --------------------------------
@@ -90,7 +90,7 @@ TEST(InPlaceDeathTest, WriteBetweenRetainedBackwardsFailsTheSecond) {
   const Gradients grads = Backward(loss, retain);
   {
     NoGradGuard no_grad;
-    w.sub_(Tensor<1>(*grads.Find(w.leaf_id())));
+    w.sub_(Tensor<1>(*grads.Get(w.leaf_id())));
   }
   EXPECT_DEATH(Backward(loss, retain), "was modified");
 }
@@ -142,7 +142,7 @@ TEST(InPlaceTest, WritesAfterBackwardAndUnderNoGradWork) {
     const Gradients grads = Backward((w * x).sum());
     EXPECT_EQ((std::vector<float>{3, 4}), GradOf(grads, w));
     NoGradGuard no_grad;  // an SGD step in place, as an optimizer takes it
-    Tensor<1> grad(*grads.Find(w.leaf_id()));
+    Tensor<1> grad(*grads.Get(w.leaf_id()));
     w.sub_(grad.mul_(0.5));
   }
   EXPECT_EQ((std::vector<float>{1 - 3 * 1.5f, 2 - 3 * 2.0f}),

@@ -70,7 +70,7 @@ TEST(UnaryGradientTest, GeluAtZero) {
       IndexTensor({0}, {1}).To(DType::kF64).with_require_grad(true);
   const Gradients grads =
       Backward(ops::ReduceAll(ReduceOp::kSum, ops::Unary(UnaryOp::kGelu, x)));
-  EXPECT_DOUBLE_EQ(0.5, testing::ToDoubles(*grads.Find(x.leaf_id()))[0]);
+  EXPECT_DOUBLE_EQ(0.5, testing::ToDoubles(*grads.Get(x.leaf_id()))[0]);
 }
 
 // --- Binary ------------------------------------------------------------------
@@ -179,10 +179,10 @@ TEST(ScalarGradientTest, BitIdenticalToARankZeroOperand) {
             const Gradients grads = Backward(ops::ReduceAll(
                 ReduceOp::kSum,
                 ops::Binary(BinaryOp::kMul, y, upstream.To(dtype))));
-            const TensorBase* grad = grads.Find(x.leaf_id());
-            EXPECT_NE(nullptr, grad);
-            return grad == nullptr ? std::vector<double>()
-                                   : testing::ToDoubles(*grad);
+            std::optional<TensorBase> grad = grads.Get(x.leaf_id());
+            EXPECT_TRUE(grad.has_value());
+            return !grad.has_value() ? std::vector<double>()
+                                     : testing::ToDoubles(*grad);
           };
           const std::vector<double> expected = gradient(by_tensor);
           const std::vector<double> actual = gradient(by_value);
@@ -206,11 +206,11 @@ TEST(ScalarGradientTest, TiesWithTheScalarSplitEvenly) {
   const Gradients max_grads = Backward(ops::ReduceAll(
       ReduceOp::kSum, ops::BinaryScalar(BinaryOp::kMaximum, x, 1)));
   EXPECT_EQ((std::vector<double>{0.5, 1, 0}),
-            testing::ToDoubles(*max_grads.Find(x.leaf_id())));
+            testing::ToDoubles(*max_grads.Get(x.leaf_id())));
   const Gradients min_grads = Backward(ops::ReduceAll(
       ReduceOp::kSum, ops::ScalarBinary(BinaryOp::kMinimum, 1, x)));
   EXPECT_EQ((std::vector<double>{0.5, 0, 1}),
-            testing::ToDoubles(*min_grads.Find(x.leaf_id())));
+            testing::ToDoubles(*min_grads.Get(x.leaf_id())));
 }
 
 TEST(ScalarGradientTest, ConstantSideFormulas) {
@@ -220,7 +220,7 @@ TEST(ScalarGradientTest, ConstantSideFormulas) {
       IndexTensor({1, 2, 4}, {3}).To(DType::kF64).with_require_grad(true);
   const auto grad_of = [&](const TensorBase& y) {
     const Gradients grads = Backward(ops::ReduceAll(ReduceOp::kSum, y));
-    return testing::ToDoubles(*grads.Find(x.leaf_id()));
+    return testing::ToDoubles(*grads.Get(x.leaf_id()));
   };
   EXPECT_EQ((std::vector<double>{-1, -1, -1}),
             grad_of(ops::ScalarBinary(BinaryOp::kSub, 3, x)));
@@ -246,9 +246,9 @@ TEST(BinaryGradientTest, MaximumSplitsTiesEvenly) {
   const Gradients grads = Backward(
       ops::ReduceAll(ReduceOp::kSum, ops::Binary(BinaryOp::kMaximum, la, lb)));
   EXPECT_EQ((std::vector<double>{0.5, 0}),
-            testing::ToDoubles(*grads.Find(la.leaf_id())));
+            testing::ToDoubles(*grads.Get(la.leaf_id())));
   EXPECT_EQ((std::vector<double>{0.5, 1}),
-            testing::ToDoubles(*grads.Find(lb.leaf_id())));
+            testing::ToDoubles(*grads.Get(lb.leaf_id())));
 }
 
 TEST(WhereGradientTest, BroadcastBranchesAndMaskFill) {
@@ -302,7 +302,7 @@ TEST(ReduceGradientTest, MaxSplitsTiesEvenly) {
       IndexTensor({3, 1, 3}, {3}).To(DType::kF64).with_require_grad(true);
   const Gradients grads = Backward(ops::ReduceAll(ReduceOp::kMax, x));
   EXPECT_EQ((std::vector<double>{0.5, 0, 0.5}),
-            testing::ToDoubles(*grads.Find(x.leaf_id())));
+            testing::ToDoubles(*grads.Get(x.leaf_id())));
 }
 
 TEST(ReduceGradientTest, ArgMaxRecordsNothing) {
@@ -315,13 +315,13 @@ TEST(ReduceGradientTest, ZeroSizeSum) {
   const TensorBase x = TensorBase::Empty({0, 3}, DType::kF64, Device::Cpu())
                            .with_require_grad(true);
   const Gradients grads = Backward(ops::ReduceAll(ReduceOp::kSum, x));
-  ASSERT_NE(nullptr, grads.Find(x.leaf_id()));
-  EXPECT_EQ((Shape{0, 3}), grads.Find(x.leaf_id())->shape());
+  ASSERT_TRUE(grads.Get(x.leaf_id()).has_value());
+  EXPECT_EQ((Shape{0, 3}), grads.Get(x.leaf_id())->shape());
   const TensorBase y = TensorBase::Empty({2, 0}, DType::kF64, Device::Cpu())
                            .with_require_grad(true);
   const Gradients sum_grads = Backward(
       ops::ReduceAll(ReduceOp::kSum, ops::Reduce(ReduceOp::kSum, y, 1)));
-  EXPECT_EQ((Shape{2, 0}), sum_grads.Find(y.leaf_id())->shape());
+  EXPECT_EQ((Shape{2, 0}), sum_grads.Get(y.leaf_id())->shape());
 }
 
 TEST(SoftmaxGradientTest, SoftmaxAndLogSoftmaxAlongEachAxis) {
@@ -391,8 +391,8 @@ TEST(MatmulGradientTest, ZeroInnerDimension) {
                            .with_require_grad(true);
   const Gradients grads =
       Backward(ops::ReduceAll(ReduceOp::kSum, ops::Matmul(a, b)));
-  EXPECT_EQ((Shape{2, 0}), grads.Find(a.leaf_id())->shape());
-  EXPECT_EQ((Shape{0, 3}), grads.Find(b.leaf_id())->shape());
+  EXPECT_EQ((Shape{2, 0}), grads.Get(a.leaf_id())->shape());
+  EXPECT_EQ((Shape{0, 3}), grads.Get(b.leaf_id())->shape());
 }
 
 // --- Indexing ----------------------------------------------------------------
@@ -499,8 +499,8 @@ TEST(ViewGradientTest, DtypeConversionPassesTheGradientBack) {
   // sum(y^2): the gradient 2x comes back as f64.
   const Gradients grads = Backward(
       ops::ReduceAll(ReduceOp::kSum, ops::Binary(BinaryOp::kMul, y, y)));
-  const TensorBase* grad = grads.Find(x.leaf_id());
-  ASSERT_NE(nullptr, grad);
+  std::optional<TensorBase> grad = grads.Get(x.leaf_id());
+  ASSERT_TRUE(grad.has_value());
   EXPECT_EQ(DType::kF64, grad->dtype());
   EXPECT_EQ((std::vector<double>{2, -4, 6}), testing::ToDoubles(*grad));
   EXPECT_FALSE(x.To(DType::kI64).is_require_grad());
@@ -517,8 +517,8 @@ TEST(HalfPrecisionGradientTest, GradientsKeepTheLeafDtype) {
     const TensorBase loss = ops::ReduceAll(
         ReduceOp::kSum, ops::Binary(BinaryOp::kMul, picked, picked));
     const Gradients grads = Backward(loss);
-    const TensorBase* grad = grads.Find(x.leaf_id());
-    ASSERT_NE(nullptr, grad);
+    std::optional<TensorBase> grad = grads.Get(x.leaf_id());
+    ASSERT_TRUE(grad.has_value());
     EXPECT_EQ(dtype, grad->dtype());
     EXPECT_EQ((std::vector<double>{2, -4, 12, 16}), testing::ToDoubles(*grad))
         << DTypeName(dtype);

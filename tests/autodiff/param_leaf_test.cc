@@ -23,9 +23,9 @@ void ExpectLeafOf(const TensorParam& param) {
   EXPECT_EQ(param.id(), param->leaf_id());
   // And backward reports under that id.
   const Gradients grads = Backward((*param * 2.0).sum());
-  ASSERT_NE(nullptr, grads.Find(param.id()));
+  ASSERT_TRUE(grads.Get(param.id()).has_value());
   EXPECT_EQ((std::vector<double>(4, 2.0)),
-            testing::ToDoubles(*grads.Find(param.id())));
+            testing::ToDoubles(*grads.Get(param.id())));
 }
 
 TEST(ParamLeafTest, InitializedValueTakesTheParamId) {

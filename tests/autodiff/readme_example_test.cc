@@ -29,8 +29,8 @@ TEST(ReadmeExampleTest, LinearRegressionConverges) {
     const Tensor<0> loss = (matmul(x, *w) + *b - y).pow(2.0).mean();
     loss_value = loss.item<float>();
     const Gradients grads = Backward(loss);  // keyed by ParamId
-    const Tensor<2> dw(*grads.Find(w.id()));
-    const Tensor<1> db(*grads.Find(b.id()));
+    const Tensor<2> dw = *grads.Get(w);      // typed by the Param
+    const Tensor<1> db = *grads.Get(b);
     NoGradGuard no_grad;  // the update itself records nothing
     w = w.with_value((*w - dw * 0.1).set_require_grad(true));
     b = b.with_value((*b - db * 0.1).set_require_grad(true));

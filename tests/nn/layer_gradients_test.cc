@@ -215,7 +215,7 @@ TEST(Pool2dGradientTest, MaxRoutesTiesToTheFirstMaximum) {
   const MaxPool2d pool{Window2d{{2, 2}, {2, 2}}};
   const Gradients grads = Backward(pool.Forward(input).sum());
   EXPECT_EQ((std::vector<double>{1, 0, 0, 0}),
-            ToDoubles(*grads.Find(input.leaf_id())));
+            ToDoubles(*grads.Get(input.leaf_id())));
 }
 
 TEST(Pool2dGradientTest, AvgCountsPaddingInTheDivisor) {
@@ -226,7 +226,7 @@ TEST(Pool2dGradientTest, AvgCountsPaddingInTheDivisor) {
           .set_require_grad(true);
   const AvgPool2d pool{Window2d{{3, 3}, {1, 1}, {1, 1}}};
   const Gradients grads = Backward(pool.Forward(input).sum());
-  EXPECT_DOUBLE_EQ(1.0 / 9, ToDoubles(*grads.Find(input.leaf_id()))[0]);
+  EXPECT_DOUBLE_EQ(1.0 / 9, ToDoubles(*grads.Get(input.leaf_id()))[0]);
 }
 
 // --- LayerNorm
@@ -338,7 +338,7 @@ TEST(BatchNormGradientTest, RunningStatisticsAreDetached) {
     EXPECT_STREQ("batch_norm", NodeName(output.base()));
     if (step == 0) first_node = output.base().autograd_meta()->node;
     const Gradients grads = Backward(output.sum());
-    EXPECT_NE(nullptr, grads.Find(input.leaf_id()));
+    EXPECT_TRUE(grads.Get(input.leaf_id()).has_value());
     EXPECT_FALSE(layer.running_mean.value().is_require_grad());
     EXPECT_FALSE(layer.running_var.value().is_require_grad());
   }
@@ -372,7 +372,7 @@ TEST(EmbeddingGradientTest, RepeatedIdsSumTheirGradients) {
   const Gradients grads =
       Backward(Embedding{AsParam<2>(weight)}.Forward(ids).sum());
   EXPECT_EQ((std::vector<double>{1, 1, 3, 3, 0, 0, 1, 1, 1, 1}),
-            ToDoubles(*grads.Find(weight.leaf_id())));
+            ToDoubles(*grads.Get(weight.leaf_id())));
 }
 
 // --- Activations
@@ -446,8 +446,8 @@ TEST(DropoutGradientTest, LayerGradientIsTheScaledMaskOfItsDraw) {
   const Tensor<2> output =
       dropout.Forward(input, ForwardMode::kTraining, philox);
   const Gradients grads = Backward(output.sum());
-  const TensorBase* grad = grads.Find(input.leaf_id());
-  ASSERT_NE(grad, nullptr);
+  std::optional<TensorBase> grad = grads.Get(input.leaf_id());
+  ASSERT_TRUE(grad.has_value());
   // The gradient of sum(x * mask) is the mask, which is the output itself
   // for an input of ones: 0 where dropped, 1 / (1 - p) where kept.
   EXPECT_EQ(output.to_data<float>(), Tensor<2>(*grad).to_data<float>());

@@ -240,11 +240,10 @@ TEST(LayerNormKernelTest, EmptyInputThroughTheLayerGivesZeroGradients) {
   BackwardOptions options;
   options.grad_output = ops::Full(y.shape(), 1.0, DType::kF32, Device::Cpu());
   const Gradients grads = Backward(y, options);
-  ASSERT_NE(nullptr, grads.Find(gamma.leaf_id()));
+  ASSERT_TRUE(grads.Get(gamma.leaf_id()).has_value());
   EXPECT_EQ(std::vector<double>(3, 0.0),
-            ToDoubles(*grads.Find(gamma.leaf_id())));
-  EXPECT_EQ(std::vector<double>(3, 0.0),
-            ToDoubles(*grads.Find(beta.leaf_id())));
+            ToDoubles(*grads.Get(gamma.leaf_id())));
+  EXPECT_EQ(std::vector<double>(3, 0.0), ToDoubles(*grads.Get(beta.leaf_id())));
 }
 
 // One feature: every row is its own mean, so xhat is 0, the output is beta
@@ -422,9 +421,9 @@ TEST(LayerNormKernelTest, FakeCudaDeviceGivesTheCpuResults) {
     const Gradients grads = Backward(y, options);
     std::vector<std::vector<double>> all = {ToDoubles(y.ToDevice(cpu))};
     for (const TensorBase* leaf : {&x_leaf, &gamma_leaf, &beta_leaf}) {
-      const TensorBase* g = grads.Find(leaf->leaf_id());
-      EXPECT_NE(nullptr, g);
-      if (g == nullptr) return all;
+      std::optional<TensorBase> g = grads.Get(leaf->leaf_id());
+      EXPECT_TRUE(g.has_value());
+      if (!g.has_value()) return all;
       EXPECT_EQ(device, g->device());
       all.push_back(ToDoubles(g->ToDevice(cpu)));
     }

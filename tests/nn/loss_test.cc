@@ -114,7 +114,7 @@ TEST_F(TorchReferenceTest, CrossEntropyMatchesPyTorch) {
     ExpectNear(Get(c, "loss").data, {loss.item<double>()}, 1e-12, name);
     const Gradients grads = Backward(loss);
     ExpectNear(Get(c, "grad_logits").data,
-               ToDoubles(*grads.Find(logits.leaf_id())), 1e-12, name);
+               ToDoubles(*grads.Get(logits.leaf_id())), 1e-12, name);
   }
 }
 
@@ -126,7 +126,7 @@ TEST_F(TorchReferenceTest, CrossEntropyInF32MatchesPyTorch) {
   EXPECT_EQ(DType::kF32, loss.dtype());
   ExpectNear(Get(c, "loss").data, {loss.item<double>()}, 1e-5, "f32 loss");
   const Gradients grads = Backward(loss);
-  const TensorBase& grad = *grads.Find(logits.leaf_id());
+  const TensorBase grad = *grads.Get(logits.leaf_id());
   EXPECT_EQ(DType::kF32, grad.dtype());
   ExpectNear(Get(c, "grad_logits").data, ToDoubles(grad), 1e-6, "f32 grad");
 }
@@ -139,9 +139,9 @@ TEST_F(TorchReferenceTest, MseMatchesPyTorch) {
   ExpectNear(Get(c, "loss").data, {loss.item<double>()}, 1e-12, "mse");
   const Gradients grads = Backward(loss);
   ExpectNear(Get(c, "grad_prediction").data,
-             ToDoubles(*grads.Find(prediction.leaf_id())), 1e-12, "mse");
+             ToDoubles(*grads.Get(prediction.leaf_id())), 1e-12, "mse");
   ExpectNear(Get(c, "grad_target").data,
-             ToDoubles(*grads.Find(target.leaf_id())), 1e-12, "mse");
+             ToDoubles(*grads.Get(target.leaf_id())), 1e-12, "mse");
 }
 
 TEST_F(TorchReferenceTest, BinaryCrossEntropyWithLogitsMatchesPyTorch) {
@@ -154,9 +154,9 @@ TEST_F(TorchReferenceTest, BinaryCrossEntropyWithLogitsMatchesPyTorch) {
     ExpectNear(Get(c, "loss").data, {loss.item<double>()}, 1e-12, name);
     const Gradients grads = Backward(loss);
     ExpectNear(Get(c, "grad_logits").data,
-               ToDoubles(*grads.Find(logits.leaf_id())), 1e-12, name);
+               ToDoubles(*grads.Get(logits.leaf_id())), 1e-12, name);
     ExpectNear(Get(c, "grad_targets").data,
-               ToDoubles(*grads.Find(targets.leaf_id())), 1e-12, name);
+               ToDoubles(*grads.Get(targets.leaf_id())), 1e-12, name);
   }
 }
 
@@ -247,7 +247,7 @@ TEST(BinaryCrossEntropyGradientTest, HugeLogitsStayFinite) {
   const Tensor<0> loss = BinaryCrossEntropyWithLogits(logits, targets);
   EXPECT_EQ(0.0, loss.item<double>());
   const std::vector<double> grad =
-      ToDoubles(*Backward(loss).Find(logits.leaf_id()));
+      ToDoubles(*Backward(loss).Get(logits.leaf_id()));
   EXPECT_EQ(0.0, grad[0]);
   EXPECT_EQ(0.0, grad[1]);
 }

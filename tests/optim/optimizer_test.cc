@@ -92,7 +92,7 @@ TEST(OptimizerStepTest, ParamsWithoutGradientKeepParamAndState) {
   // Second step: only fc1.weight has a gradient (PyTorch: p.grad is None).
   Gradients grads;
   grads.Set(model.fc1.weight.id(),
-            *GradsFor(model, 1).Find(model.fc1.weight.id()));
+            *GradsFor(model, 1).Get(model.fc1.weight.id()));
   const std::vector<float> fc1_weight = Values(*model.fc1.weight);
   ASSERT_TRUE(optimizer->Step(model, grads).ok());
 
@@ -165,7 +165,7 @@ TEST(OptimizerStepTest, GroupsChooseLrAndWeightDecayByPath) {
   auto expect_update = [&](const auto& param, double lr, double decay,
                            const std::vector<float>& before) {
     const std::vector<float> grad =
-        Tensor<1>(grads.Find(param.id())->Reshape({-1})).to_data<float>();
+        Tensor<1>(grads.Get(param.id())->Reshape({-1})).to_data<float>();
     const std::vector<float> after = param->template to_data<float>();
     for (size_t i = 0; i < before.size(); ++i) {
       EXPECT_NEAR(before[i] - lr * (grad[i] + decay * before[i]), after[i],
@@ -316,7 +316,7 @@ TEST(ClipTest, BadArgumentsAreErrorsAndLeaveGradientsAlone) {
   EXPECT_EQ(absl::StatusCode::kInvalidArgument,
             kindling::ClipGradValue(grads, -0.5).code());
   EXPECT_EQ((std::vector<float>{3.0f, 4.0f}),
-            Tensor<1>(*grads.Find(id)).to_data<float>());
+            Tensor<1>(*grads.Get(id)).to_data<float>());
   absl::StatusOr<double> norm = kindling::ClipGradNorm(grads, 1.0);
   ASSERT_TRUE(norm.ok());
   EXPECT_DOUBLE_EQ(5.0, *norm);

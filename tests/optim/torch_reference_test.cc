@@ -259,8 +259,8 @@ TEST_P(ClipTest, MatchesPyTorch) {
   }
   for (int i = 0; i < 3; ++i) {
     const std::string key = "clip." + name + "." + std::to_string(i);
-    const TensorBase* clipped = grads.Find(ids[i]);
-    ASSERT_NE(clipped, nullptr);
+    std::optional<TensorBase> clipped = grads.Get(ids[i]);
+    ASSERT_TRUE(clipped.has_value());
     ExpectClose(Widen(reference.Floats(key)),
                 Widen(Tensor<1>(clipped->Reshape({-1})).to_data<float>()), key);
   }

@@ -56,8 +56,8 @@ TEST_F(DeviceNoSyncTest, CrossEntropyForwardAndBackwardReadNothingBack) {
   const Tensor<0> loss = nn::CrossEntropy(logits, labels);
   const Gradients grads = Backward(loss);
   EXPECT_EQ(DeviceToHostCopies(), 0);
-  ASSERT_NE(grads.Find(id), nullptr);
-  EXPECT_EQ(grads.Find(id)->shape(), Shape({3, 2}));
+  ASSERT_TRUE(grads.Get(id).has_value());
+  EXPECT_EQ(grads.Get(id)->shape(), Shape({3, 2}));
 }
 
 TEST_F(DeviceNoSyncTest, AnOutOfRangeIndexOnTheDeviceIsStillAnError) {

@@ -286,7 +286,7 @@ TEST(CheckpointTest, LoadedStateStepsLikeTheOriginal) {
     const Gradients grads = Backward(loss);
     // Every parameter has a gradient under its (restored) id.
     ForEachLeaf(*m, [&](std::string_view path, const auto& leaf) {
-      EXPECT_NE(grads.Find(leaf.id()), nullptr) << path;
+      EXPECT_TRUE(grads.Get(leaf.id()).has_value()) << path;
     });
     ASSERT_TRUE(opt->Step(*m, grads).ok());
   }

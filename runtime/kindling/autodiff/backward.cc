@@ -13,6 +13,7 @@
 #include "kindling/tensor/ops.h"
 
 namespace kindling {
+namespace autodiff_internal {
 namespace {
 
 // The gradient a tensor has gathered so far, and how many contributions are
@@ -32,6 +33,10 @@ void Accumulate(TensorBase& sum, TensorBase contribution) {
   sum = ops::Binary(BinaryOp::kAdd, sum, contribution);
 }
 
+}  // namespace
+
+// Engine: one backward pass (a friend of Gradients, to store retained
+// results' gradients). Internal: only Backward() below uses it.
 class Engine {
  public:
   Engine(const BackwardOptions& options) : options_(options) {}
@@ -144,6 +149,8 @@ class Engine {
   Gradients grads_;
 };
 
+namespace {
+
 TensorBase SeedGradient(const TensorBase& loss,
                         const BackwardOptions& options) {
   if (options.grad_output.defined()) {
@@ -163,6 +170,7 @@ TensorBase SeedGradient(const TensorBase& loss,
 }
 
 }  // namespace
+}  // namespace autodiff_internal
 
 Gradients Backward(const TensorBase& loss, const BackwardOptions& options) {
   KINDLING_CHECK(loss.defined(), "backward: undefined loss");
@@ -172,8 +180,9 @@ Gradients Backward(const TensorBase& loss, const BackwardOptions& options) {
                  loss.ToString());
   // Backward formulas are ops too; they must not record a graph of their own.
   NoGradGuard no_grad;
-  Engine engine(options);
-  return engine.Run(*loss.autograd_meta(), SeedGradient(loss, options));
+  autodiff_internal::Engine engine(options);
+  return engine.Run(*loss.autograd_meta(),
+                    autodiff_internal::SeedGradient(loss, options));
 }
 
 }  // namespace kindling

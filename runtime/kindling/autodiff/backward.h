@@ -11,7 +11,7 @@
 //                     .set_require_grad(true);  // a leaf with a fresh id
 //   Tensor<0> loss = matmul(x, w).relu().mean();
 //   kindling::Gradients grads = kindling::Backward(loss);
-//   const kindling::TensorBase* dw = grads.Find(w.leaf_id());  // [3, 2]
+//   std::optional<Tensor<2>> dw = grads.Get(w);  // [3, 2]
 //
 // Memory: each node drops the tensors it saved for backward as soon as it has
 // run (unless retain_graph), so when Backward() returns the graph holds no
@@ -48,7 +48,7 @@ struct BackwardOptions {
 };
 
 // Backward() returns the gradient of `loss` with respect to every leaf it
-// depends on (plus retained results, Gradients::FindRetained). Leaves that
+// depends on (plus retained results, Gradients::Get). Leaves that
 // need no gradient get none; a leaf used twice, or two leaves sharing a
 // ParamId (tied params), get the sum. Leaf gradients are contiguous and
 // share storage with no other tensor, so they may be written in place.

@@ -105,6 +105,7 @@ T AsParamValue(ParamId id, T value) {
 template <Parameter T>
 class Param {
  public:
+  using ValueType = T;
   using DeviceType = typename T::DeviceType;
   using ShapeType = typename T::ShapeType;
   // InitFn is called as init(device, require_grad). It is shared by copies and

@@ -69,7 +69,7 @@ absl::StatusOr<double> ClipGradNorm(Gradients& grads, double max_norm,
   const bool max_norm_kind = std::isinf(norm_type);
   double total = 0;
   for (ParamId id : *ids) {
-    TensorBase grad = *grads.Find(id);
+    TensorBase grad = *grads.Get(id);
     if (!grad.is_contiguous()) grad = grad.Contiguous();
     const double part = GetBackend(grad.device()).AbsPowerSum(grad, norm_type);
     total = max_norm_kind ? (part > total || part != part ? part : total)

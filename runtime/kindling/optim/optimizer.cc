@@ -202,7 +202,7 @@ absl::Status Optimizer::PrepareStep(std::vector<StepItem>& items) {
       continue;
     }
     const TensorBase& value = item.value;
-    const TensorBase& grad = *item.grad;
+    const TensorBase& grad = item.grad;
     if (!IsFloatingDType(value.dtype())) {
       errors.push_back(absl::StrCat("parameter `", item.path, "` is ",
                                     value.ToString(),
@@ -263,7 +263,7 @@ void Optimizer::UpdateOne(const StepItem& item, ParamState& state) {
   const double weight_decay = GroupWeightDecay(state.group);
   // A strided gradient is packed once; the usual contiguous one is used as is.
   const TensorBase grad =
-      item.grad->is_contiguous() ? *item.grad : item.grad->Contiguous();
+      item.grad.is_contiguous() ? item.grad : item.grad.Contiguous();
   Backend& backend = GetBackend(item.value.device());
   if (hyper_.type == OptimizerType::kSgd) {
     Backend::SgdUpdateScalars scalars;

@@ -101,7 +101,7 @@ struct StepItem {
   std::string path;
   ParamId id;
   TensorBase value;
-  const TensorBase* grad = nullptr;
+  TensorBase grad;  // a handle on the gradient Gradients holds
   // Set by PrepareStep(): another field with this id came first (tied).
   bool duplicate = false;
   // Set by PrepareStep(): `value` is a writable copy the model must take.
@@ -262,13 +262,14 @@ void ForEachTensorParam(M& model, Fn&& fn) {
 template <Module M>
 absl::Status Optimizer::Step(M& model, const Gradients& grads) {
   std::vector<optim_internal::StepItem> items;
-  optim_internal::ForEachTensorParam(model, [&](std::string_view path,
-                                                const auto& param) {
-    if (!param.lazy_is_require_grad()) return;
-    const TensorBase* grad = grads.Find(param.id());
-    if (grad == nullptr) return;
-    items.push_back({std::string(path), param.id(), param.val().base(), grad});
-  });
+  optim_internal::ForEachTensorParam(
+      model, [&](std::string_view path, const auto& param) {
+        if (!param.lazy_is_require_grad()) return;
+        std::optional<TensorBase> grad = grads.Get(param.id());
+        if (!grad.has_value()) return;
+        items.push_back({std::string(path), param.id(), param.val().base(),
+                         *std::move(grad)});
+      });
   KINDLING_RETURN_IF_ERROR(PrepareStep(items));
 
   // Parameters that needed a writable copy take it, tied fields together.

@@ -31,7 +31,7 @@ struct AutogradMeta {
   // A leaf's gradient key; for a result, the key of its retained gradient
   // (meaningful only when retain_grad).
   ParamId id = ParamId::FromValue(0);
-  // A result whose gradient Backward() also reports (Gradients::FindRetained).
+  // A result whose gradient Backward() also reports (Gradients::Get).
   // Leaves are always reported.
   bool retain_grad = false;
 

@@ -105,7 +105,7 @@ class [[nodiscard]] TensorBase {
   // this tensor requires grad.
   TensorBase AsParamLeaf(ParamId id) const;
   // RetainGrad() returns a handle whose gradient Backward() reports
-  // (Gradients::FindRetained) although it is an op result. A leaf, or a
+  // (Gradients::Get) although it is an op result. A leaf, or a
   // tensor that requires no grad, is returned as is.
   TensorBase RetainGrad() const;
   // WithAutogradMeta() returns a handle sharing the storage with `meta`: for

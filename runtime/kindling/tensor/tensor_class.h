@@ -219,7 +219,7 @@ class [[nodiscard]] Tensor {
   // REQUIRES: a leaf that requires grad (checked).
   ParamId leaf_id() const { return base_.leaf_id(); }
   // retain_grad() returns a handle whose gradient Backward() also reports
-  // (Gradients::FindRetained), for an op result; use it in place of this one.
+  // (Gradients::Get), for an op result; use it in place of this one.
   Tensor retain_grad() const { return Tensor(base_.RetainGrad()); }
   // as_param_leaf() is how Param stores a value (core/param.h): detached,
   // and a leaf under `id` when it requires grad.
