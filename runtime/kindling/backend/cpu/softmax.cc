@@ -1,0 +1,277 @@
+// Softmax and log_softmax on the CPU (Backend::Softmax).
+//
+// The same two layouts as the reductions (reduce_layout.h): along the last
+// axis each row is a contiguous pass (f32 with AVX2/AVX-512 exponentials,
+// vector_math.h); along another axis float columns are walked in blocks
+// with the columns in vector registers. The max is subtracted first, so exp
+// never overflows, and the sums are taken in double.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "kindling/backend/cpu/element.h"
+#include "kindling/backend/cpu/kernels.h"
+#include "kindling/backend/cpu/parallel.h"
+#include "kindling/backend/cpu/reduce_layout.h"
+#include "kindling/backend/cpu/vector_math.h"
+#include "kindling/core/check.h"
+
+namespace kindling::cpu {
+namespace {
+
+// Softmax of x[k * stride], k < n, into y (same stride); max-subtracted so
+// exp never overflows, sums in double. The scalar path, for doubles.
+template <class T>
+void SoftmaxLine(T* y, const T* x, int64_t n, int64_t stride, bool log) {
+  T max_value = x[0];
+  for (int64_t k = 1; k < n; ++k) {
+    const T v = x[k * stride];
+    max_value = v > max_value ? v : max_value;
+  }
+  if (std::isinf(max_value) && max_value < 0) max_value = 0;  // all -inf
+  double sum = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    const T e = std::exp(x[k * stride] - max_value);
+    y[k * stride] = e;
+    sum += e;
+  }
+  if (log) {
+    // (x - max) is exact enough in T; subtracting log(sum) in double rounds
+    // once, where folding max + log(sum) into one T would lose its low bits.
+    const double log_sum = std::log(sum);
+    for (int64_t k = 0; k < n; ++k) {
+      y[k * stride] = static_cast<T>(
+          static_cast<double>(x[k * stride] - max_value) - log_sum);
+    }
+    return;
+  }
+  const T scale = static_cast<T>(1.0 / sum);
+  for (int64_t k = 0; k < n; ++k) y[k * stride] *= scale;
+}
+
+// --- Float softmax ---------------------------------------------------------
+
+// Softmax work below this many elements stays on one thread.
+constexpr int64_t kSoftmaxGrain = int64_t{1} << 13;
+
+// Rows up to this long compute e^(x - max) into a stack buffer when the
+// output streams, so y is written once, with non-temporal stores.
+constexpr int64_t kSoftmaxBuffer = 4096;
+
+// Outputs this large stream (as in elementwise.cc).
+constexpr int64_t kSoftmaxStreamingBytes = int64_t{4} << 20;
+
+// LogSum is log(sum) split into floats, high + low, so that
+// (x - max - high) - low rounds about once, like SoftmaxLine's double
+// subtraction, at two float operations a vector.
+struct LogSum {
+  explicit LogSum(double log_sum)
+      : high(static_cast<float>(log_sum)),
+        low(static_cast<float>(log_sum - static_cast<double>(high))) {}
+  float high;
+  float low;
+};
+
+// LogSubtract() is (x - max - high) - low per lane.
+inline __m256 LogSubtract(__m256 x, __m256 max, __m256 high, __m256 low) {
+  return _mm256_sub_ps(_mm256_sub_ps(_mm256_sub_ps(x, max), high), low);
+}
+
+// SoftmaxExps16() is SoftmaxRowF32's exponential pass over the first
+// n / 16 * 16 elements on sixteen lanes (REQUIRES: HasAvx512()): the same
+// e^(x - max) values (Exp16 gives Exp8's bits), written to `exps` unless
+// `log`, and added to *sum eight at a time in the eight-lane loop's order,
+// so the row's result does not depend on the path. Returns how many
+// elements it did.
+KINDLING_AVX512_BEGIN
+KINDLING_AVX512 int64_t SoftmaxExps16(float* exps, const float* x, int64_t n,
+                                      float max_value, bool log, __m256d* sum) {
+  const __m512 max = _mm512_set1_ps(max_value);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 e = Exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), max));
+    *sum = AddWidened(*sum, _mm512_castps512_ps256(e));
+    *sum = AddWidened(
+        *sum, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+    if (!log) _mm512_storeu_ps(exps + i, e);
+  }
+  return i;
+}
+KINDLING_AVX512_END
+
+// SoftmaxRowF32(): softmax (or log_softmax) of contiguous x[0..n) into y,
+// in three passes: max; e^(x - max) and its sum (into y, or `buffer` when
+// streaming a row that fits); scale (or subtract the log-sum). Returns with
+// streaming stores possibly pending (the caller fences).
+void SoftmaxRowF32(float* y, const float* x, int64_t n, bool log, bool stream,
+                   float* buffer) {
+  float max_value = RowMaxF32(x, n);
+  if (std::isinf(max_value) && max_value < 0) max_value = 0;  // all -inf
+  const __m256 max = _mm256_set1_ps(max_value);
+  auto load = [&](const float* row, int64_t i, int64_t lanes) {
+    return lanes == 8 ? _mm256_loadu_ps(row + i)
+                      : LoadPartial(row + i, lanes, -__builtin_inff());
+  };
+  float* exps = stream && n <= kSoftmaxBuffer ? buffer : y;
+  __m256d sum = _mm256_setzero_pd();
+  // The exponentials are the arithmetic-bound part: sixteen lanes where the
+  // CPU has AVX-512, for the whole vectors of sixteen, the same bits.
+  const int64_t done =
+      HasAvx512() ? SoftmaxExps16(exps, x, n, max_value, log, &sum) : 0;
+  for (int64_t i = done; i < n; i += 8) {
+    const int64_t lanes = std::min<int64_t>(8, n - i);
+    const __m256 e = Exp8(_mm256_sub_ps(load(x, i, lanes), max));
+    sum = AddWidened(sum, e);
+    if (log) continue;
+    if (lanes == 8) {
+      _mm256_storeu_ps(exps + i, e);
+    } else {
+      StorePartial(exps + i, lanes, e);
+    }
+  }
+  const double total = Sum4d(sum);
+  if (log) {
+    const LogSum log_sum(std::log(total));
+    const __m256 high = _mm256_set1_ps(log_sum.high);
+    const __m256 low = _mm256_set1_ps(log_sum.low);
+    WriteFloats(y, n, stream, [&](int64_t i, int64_t lanes) {
+      return LogSubtract(load(x, i, lanes), max, high, low);
+    });
+    return;
+  }
+  const __m256 scale = _mm256_set1_ps(static_cast<float>(1.0 / total));
+  WriteFloats(y, n, stream && exps == buffer, [&](int64_t i, int64_t lanes) {
+    return _mm256_mul_ps(load(exps, i, lanes), scale);
+  });
+}
+
+// Softmax along a non-last axis works on blocks of 16 columns (one cache
+// line a row): with n = 4096 rows a block's input and output, 512 KiB, stay
+// in L2 across the three passes.
+constexpr int64_t kSoftmaxColumns = 16;
+
+// SoftmaxColumnsF32(): softmax (or log_softmax) down each column of `b`
+// into y (same layout), the columns in registers: max, then e^(x - max) and
+// its sums in double, then scale (or subtract the log-sums).
+template <bool kFull>
+void SoftmaxColumnsF32(float* y, const ColumnBlock& b, bool log) {
+  constexpr int kVectors = kSoftmaxColumns / 8;
+  const ColumnMasks masks(b.width);
+  __m256 max[kVectors];
+  for (int k = 0; k < kVectors; ++k) max[k] = masks.Load<kFull>(b.x, k);
+  for (int64_t r = 1; r < b.n; ++r) {
+    for (int k = 0; k < kVectors; ++k) {
+      max[k] = _mm256_max_ps(masks.Load<kFull>(b.x + r * b.stride, k), max[k]);
+    }
+  }
+  const __m256 negative_infinity = _mm256_set1_ps(-__builtin_inff());
+  for (int k = 0; k < kVectors; ++k) {  // all -inf columns
+    max[k] =
+        _mm256_blendv_ps(max[k], _mm256_setzero_ps(),
+                         _mm256_cmp_ps(max[k], negative_infinity, _CMP_EQ_OQ));
+  }
+  __m256d sum[2 * kVectors];
+  for (__m256d& lanes : sum) lanes = _mm256_setzero_pd();
+  for (int64_t r = 0; r < b.n; ++r) {
+    for (int k = 0; k < kVectors; ++k) {
+      const __m256 e =
+          Exp8(_mm256_sub_ps(masks.Load<kFull>(b.x + r * b.stride, k), max[k]));
+      sum[2 * k] =
+          _mm256_add_pd(sum[2 * k], _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+      sum[2 * k + 1] = _mm256_add_pd(
+          sum[2 * k + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+      if (!log) masks.Store<kFull>(y + r * b.stride, k, e);
+    }
+  }
+  if (log) {
+    alignas(32) double sums[kSoftmaxColumns];
+    alignas(32) float highs[kSoftmaxColumns];
+    alignas(32) float lows[kSoftmaxColumns];
+    for (int k = 0; k < 2 * kVectors; ++k)
+      _mm256_store_pd(sums + 4 * k, sum[k]);
+    for (int64_t i = 0; i < kSoftmaxColumns; ++i) {
+      const LogSum log_sum(std::log(sums[i]));
+      highs[i] = log_sum.high;
+      lows[i] = log_sum.low;
+    }
+    for (int64_t r = 0; r < b.n; ++r) {
+      for (int k = 0; k < kVectors; ++k) {
+        const __m256 x = masks.Load<kFull>(b.x + r * b.stride, k);
+        masks.Store<kFull>(y + r * b.stride, k,
+                           LogSubtract(x, max[k], _mm256_load_ps(highs + 8 * k),
+                                       _mm256_load_ps(lows + 8 * k)));
+      }
+    }
+    return;
+  }
+  __m256 scale[kVectors];
+  const __m256d one = _mm256_set1_pd(1.0);
+  for (int k = 0; k < kVectors; ++k) {
+    scale[k] =
+        _mm256_set_m128(_mm256_cvtpd_ps(_mm256_div_pd(one, sum[2 * k + 1])),
+                        _mm256_cvtpd_ps(_mm256_div_pd(one, sum[2 * k])));
+  }
+  for (int64_t r = 0; r < b.n; ++r) {
+    for (int k = 0; k < kVectors; ++k) {
+      float* row = y + r * b.stride;
+      masks.Store<kFull>(row, k,
+                         _mm256_mul_ps(masks.Load<kFull>(row, k), scale[k]));
+    }
+  }
+}
+
+void SoftmaxF32(float* y, const float* x, const Extent& e, bool log) {
+  if (e.inner == 1) {
+    const bool stream =
+        e.outer * e.n * int64_t{sizeof(float)} >= kSoftmaxStreamingBytes;
+    const int64_t grain = std::max<int64_t>(1, kSoftmaxGrain / e.n);
+    ParallelFor(e.outer, grain, [&](int64_t begin, int64_t end) {
+      alignas(32) float buffer[kSoftmaxBuffer];
+      for (int64_t o = begin; o < end; ++o) {
+        SoftmaxRowF32(y + o * e.n, x + o * e.n, e.n, log, stream, buffer);
+      }
+      if (stream) _mm_sfence();
+    });
+    return;
+  }
+  const int64_t grain =
+      std::max<int64_t>(1, kSoftmaxGrain / (e.n * kSoftmaxColumns));
+  ForEachColumnBlock(
+      e, kSoftmaxColumns, grain, x, [&](const ColumnBlock& block, int64_t) {
+        // y has x's layout.
+        float* target = y + (block.x - x);
+        WithFullness(block, kSoftmaxColumns, [&](auto full) {
+          SoftmaxColumnsF32<decltype(full)::value>(target, block, log);
+        });
+      });
+}
+
+}  // namespace
+
+void SoftmaxKernel(const TensorBase& out, const TensorBase& in, int axis,
+                   bool log) {
+  const TensorBase input = in.Contiguous();
+  const Extent e = ExtentOf(input.shape(), axis);
+  if (input.dtype() == DType::kF32) {
+    SoftmaxF32(out.data_as<float>(), input.data_as<const float>(), e, log);
+    return;
+  }
+  KINDLING_CHECK(input.dtype() == DType::kF64, "cpu softmax: dtype %s",
+                 std::string(DTypeName(input.dtype())));
+  const double* x = input.data_as<const double>();
+  double* y = out.data_as<double>();
+  const int64_t grain = std::max<int64_t>(1, kSoftmaxGrain / e.n);
+  ParallelFor(e.outer * e.inner, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t line = begin; line < end; ++line) {
+      const int64_t o = line / e.inner;
+      const int64_t i = line % e.inner;
+      const int64_t start = o * e.n * e.inner + i;
+      SoftmaxLine<double>(y + start, x + start, e.n, e.inner, log);
+    }
+  });
+}
+
+}  // namespace kindling::cpu
