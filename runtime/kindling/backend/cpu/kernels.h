@@ -25,6 +25,8 @@ void WhereKernel(const TensorBase& out, const TensorBase& condition,
 // reduce.cc
 void ReduceKernel(ReduceOp op, const TensorBase& out, const TensorBase& in,
                   int axis);
+
+// softmax.cc
 void SoftmaxKernel(const TensorBase& out, const TensorBase& in, int axis,
                    bool log);
 
