@@ -160,7 +160,7 @@ void BM_LoadIntoDevice(benchmark::State& state) {
   for (auto _ : state) {
     Model model = MakeModel(Device::Cuda(0));
     kindling::ResetMemoryStats(Device::Cpu());
-    const int64_t before = kindling::GetMemoryStats(Device::Cpu()).bytes_live;
+    const int64_t before = kindling::GetMemoryStats(Device::Cpu()).live_bytes;
     const auto start = std::chrono::steady_clock::now();
     const absl::StatusOr<kindling::LoadReport> report =
         kindling::LoadModule(model, path);
@@ -176,7 +176,8 @@ void BM_LoadIntoDevice(benchmark::State& state) {
       return;
     }
     host_peak = std::max(
-        host_peak, kindling::GetMemoryStats(Device::Cpu()).peak_bytes - before);
+        host_peak,
+        kindling::GetMemoryStats(Device::Cpu()).peak_live_bytes - before);
   }
   const double load_seconds = seconds / state.iterations();
   state.counters["file_bytes"] = static_cast<double>(file_bytes);

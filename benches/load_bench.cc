@@ -159,7 +159,7 @@ int PhaseSave(const Flags& flags, kindling::Precision precision) {
   Check(kindling::SaveModule(model, path, options));
   const int64_t rss_before = RssBytes();
   const int64_t tracked_before =
-      kindling::GetMemoryStats(Device::Cpu()).bytes_live;
+      kindling::GetMemoryStats(Device::Cpu()).live_bytes;
   kindling::ResetMemoryStats(Device::Cpu());
   double best = 1e30;
   for (int i = 0; i < flags.repetitions; ++i) {
@@ -168,8 +168,9 @@ int PhaseSave(const Flags& flags, kindling::Precision precision) {
     best = std::min(best, Seconds(start));
   }
   Emit("save_seconds", best);
-  Emit("save_peak_extra_tracked",
-       kindling::GetMemoryStats(Device::Cpu()).peak_bytes - tracked_before);
+  Emit(
+      "save_peak_extra_tracked",
+      kindling::GetMemoryStats(Device::Cpu()).peak_live_bytes - tracked_before);
   Emit("save_peak_extra_rss", PeakRssBytes() - rss_before);
   Emit("file_bytes", FileSize(path));
   return 0;
@@ -193,7 +194,7 @@ int PhaseLoad(const Flags& flags, const std::string& precision, bool eager) {
   const double load_cpu_seconds = ProcessCpuSeconds() - load_cpu_start;
   const int64_t peak_rss_after_load = PeakRssBytes();
   const int64_t tracked_after_load =
-      kindling::GetMemoryStats(Device::Cpu()).peak_bytes;
+      kindling::GetMemoryStats(Device::Cpu()).peak_live_bytes;
   // First use: every page of every parameter is read once.
   const auto touch_start = std::chrono::steady_clock::now();
   const double checksum = Touch(model);
@@ -206,7 +207,7 @@ int PhaseLoad(const Flags& flags, const std::string& precision, bool eager) {
   Emit("peak_rss_after_load", peak_rss_after_load);
   Emit("peak_rss_after_touch", PeakRssBytes());
   Emit("peak_tracked_after_load", tracked_after_load);
-  Emit("peak_tracked", kindling::GetMemoryStats(Device::Cpu()).peak_bytes);
+  Emit("peak_tracked", kindling::GetMemoryStats(Device::Cpu()).peak_live_bytes);
   Emit("borrowed", report->borrowed);
   Emit("copied", report->copied);
   Emit("checksum", checksum);

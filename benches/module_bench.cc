@@ -159,7 +159,7 @@ void BM_LazyInit300M(benchmark::State& state) {
     const MemoryStats before = GetMemoryStats(Device::Cpu());
     Deep model = MakeDeep(100, 1732);
     const MemoryStats after = GetMemoryStats(Device::Cpu());
-    bytes = after.bytes_live - before.bytes_live;
+    bytes = after.live_bytes - before.live_bytes;
     allocations = after.allocation_count - before.allocation_count;
     params = NumParams(model);
     benchmark::DoNotOptimize(model.layers.data());

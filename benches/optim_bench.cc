@@ -99,7 +99,7 @@ void MeasureStep(benchmark::State& state, Optimizer optimizer, int passes,
       torch_op + "_" + std::to_string(layers) + "x" + std::to_string(width),
       cpu::MaxThreads());
   ResetMemoryStats(Device::Cpu());
-  const int64_t live_before = GetMemoryStats(Device::Cpu()).bytes_live;
+  const int64_t live_before = GetMemoryStats(Device::Cpu()).live_bytes;
   Model model = MakeModel(layers, width);
   const Gradients grads = MakeGradients(model);
   const int64_t model_bytes = ModelBytes(model);
@@ -141,7 +141,8 @@ void MeasureStep(benchmark::State& state, Optimizer optimizer, int passes,
   state.counters["allocs_per_step"] =
       (stats.allocation_count - allocations_before) / iterations;
   state.counters["peak_vs_4x_model"] =
-      static_cast<double>(stats.peak_bytes - live_before) / (4.0 * model_bytes);
+      static_cast<double>(stats.peak_live_bytes - live_before) /
+      (4.0 * model_bytes);
   state.counters["model_MiB"] = model_bytes / double{1 << 20};
   torch.Report(state, step_seconds);
 }

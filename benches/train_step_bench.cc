@@ -164,13 +164,13 @@ class StepGemms {
 // (the graph's saved tensors and the loss).
 int64_t Step(Model& model, const Batch& batch, Optimizer& optimizer,
              benchmark::State& state) {
-  const int64_t live_before_forward = GetMemoryStats(Device::Cpu()).bytes_live;
+  const int64_t live_before_forward = GetMemoryStats(Device::Cpu()).live_bytes;
   int64_t graph_bytes = 0;
   Gradients grads;
   {
     const Tensor<0> loss = Forward(model, batch);
     graph_bytes =
-        GetMemoryStats(Device::Cpu()).bytes_live - live_before_forward;
+        GetMemoryStats(Device::Cpu()).live_bytes - live_before_forward;
     grads = Backward(loss);
   }
   if (!optimizer.Step(model, grads).ok()) state.SkipWithError("step failed");
@@ -185,7 +185,7 @@ void BM_TrainStep(benchmark::State& state) {
   // baseline does not already hold the previous repetition's blocks.
   cpu::TheCpuAllocator().EmptyCache();
   const int64_t rss_before = ResidentBytes("VmRSS");
-  const int64_t live_before = GetMemoryStats(Device::Cpu()).bytes_live;
+  const int64_t live_before = GetMemoryStats(Device::Cpu()).live_bytes;
   Model model = MakeModel(layers, width);
   const int64_t model_bytes = ModelBytes(model);
   const Batch batch = MakeBatch(batch_size, width);
@@ -201,10 +201,10 @@ void BM_TrainStep(benchmark::State& state) {
 
   // The GEMM peer's operands stay live through the timed steps: their bytes
   // are taken out of both peaks.
-  const int64_t live_before_gemms = GetMemoryStats(Device::Cpu()).bytes_live;
+  const int64_t live_before_gemms = GetMemoryStats(Device::Cpu()).live_bytes;
   const StepGemms gemms(model, batch_size);
   const int64_t gemm_bytes =
-      GetMemoryStats(Device::Cpu()).bytes_live - live_before_gemms;
+      GetMemoryStats(Device::Cpu()).live_bytes - live_before_gemms;
   gemms.Run();  // faults its buffers in before the peaks are reset
   ResetMemoryStats(Device::Cpu());
   const bool rss_peak_reset = ResetPeakResident();
@@ -222,7 +222,7 @@ void BM_TrainStep(benchmark::State& state) {
     const MemoryStats after_step = GetMemoryStats(Device::Cpu());
     last_step_allocations = after_step.allocation_count - count;
     step_allocations += last_step_allocations;
-    peak_bytes = std::max(peak_bytes, after_step.peak_bytes);
+    peak_bytes = std::max(peak_bytes, after_step.peak_live_bytes);
     state.PauseTiming();
     const auto gemm_start = std::chrono::steady_clock::now();
     gemms.Run();

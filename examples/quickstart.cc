@@ -43,7 +43,7 @@ namespace data = kindling::data;
 std::string Live() {
   const kindling::MemoryStats stats = GetMemoryStats(Device::Cpu());
   return absl::StrFormat("%.1f MiB of tensor memory live",
-                         stats.bytes_live / 1048576.0);
+                         stats.live_bytes / 1048576.0);
 }
 
 void LazyTour() {
@@ -64,8 +64,8 @@ void LazyTour() {
       "  examples::Mlp, %lld parameters; tensor bytes allocated by "
       "Init(): %lld\n",
       static_cast<long long>(kindling::NumParams(mlp)),
-      static_cast<long long>(GetMemoryStats(Device::Cpu()).bytes_live -
-                             before.bytes_live));
+      static_cast<long long>(GetMemoryStats(Device::Cpu()).live_bytes -
+                             before.live_bytes));
   std::printf("%s", kindling::ModuleToString(mlp).c_str());
 }
 

@@ -18,7 +18,7 @@ TEST(BufferDetachTest, UpdatesFromActivationsStoreDetachedValues) {
   const auto x = Tensor<1>::FromData<float>({1, 2}, {2}).set_require_grad(true);
   const Buffer<Tensor<1>> running(Tensor<1>::Zeros({2}).set_require_grad(true));
   EXPECT_FALSE(running.value().is_require_grad());
-  const int64_t baseline = GetMemoryStats(Device::Cpu()).bytes_live;
+  const int64_t baseline = GetMemoryStats(Device::Cpu()).live_bytes;
   running.update_with([&](const Tensor<1>& current) {
     return current * 0.9 + (x * x).exp() * 0.1;
   });
@@ -26,7 +26,7 @@ TEST(BufferDetachTest, UpdatesFromActivationsStoreDetachedValues) {
   EXPECT_FALSE(value.is_require_grad());
   // Only the new value itself is alive, none of the graph's tensors.
   EXPECT_EQ(baseline + 2 * static_cast<int64_t>(sizeof(float)),
-            GetMemoryStats(Device::Cpu()).bytes_live);
+            GetMemoryStats(Device::Cpu()).live_bytes);
   running.update(x * 2.0);
   EXPECT_FALSE(running.value().is_require_grad());
   EXPECT_EQ((std::vector<float>{2, 4}), running.value().to_data<float>());

@@ -13,7 +13,7 @@
 namespace kindling {
 namespace {
 
-int64_t LiveBytes() { return GetMemoryStats(Device::Cpu()).bytes_live; }
+int64_t LiveBytes() { return GetMemoryStats(Device::Cpu()).live_bytes; }
 
 struct Mlp {
   Tensor<2> w1, b1, w2;

@@ -274,12 +274,12 @@ TEST_P(DataLoaderTest, EmptyDataSetHasEmptyEpochs) {
 // returns (no deadlock) and frees every prepared batch (no leak).
 TEST_P(DataLoaderTest, DestroyedMidEpochStopsAndFreesEverything) {
   const ImageDataset dataset = NumberedDataset(1000);
-  const int64_t live_before = GetMemoryStats(Device::Cpu()).bytes_live;
+  const int64_t live_before = GetMemoryStats(Device::Cpu()).live_bytes;
   for (int consumed = 0; consumed < 4; ++consumed) {
     DataLoader loader(dataset, Options(16));
     for (int i = 0; i < consumed; ++i) ASSERT_TRUE(loader.Next().has_value());
   }
-  EXPECT_EQ(live_before, GetMemoryStats(Device::Cpu()).bytes_live);
+  EXPECT_EQ(live_before, GetMemoryStats(Device::Cpu()).live_bytes);
 }
 
 TEST(DataLoaderDeathTest, RejectsBadOptionsAndShapes) {

@@ -39,13 +39,13 @@ double StdDev(const std::vector<float>& values) {
 
 TEST(InitializerTest, InitAllocatesNothingUntilRead) {
   ResetMemoryStats(Device::Cpu());
-  const int64_t before = GetMemoryStats(Device::Cpu()).bytes_live;
+  const int64_t before = GetMemoryStats(Device::Cpu()).live_bytes;
   Param<Tensor<2>> param =
       Initializer::Normal(0, 1).Init<2>({256, 256}, Device::Cpu());
   EXPECT_FALSE(param.is_initialized());
-  EXPECT_EQ(before, GetMemoryStats(Device::Cpu()).bytes_live);
+  EXPECT_EQ(before, GetMemoryStats(Device::Cpu()).live_bytes);
   EXPECT_EQ((Shape{256, 256}), param->shape());
-  EXPECT_EQ(before + 256 * 256 * 4, GetMemoryStats(Device::Cpu()).bytes_live);
+  EXPECT_EQ(before + 256 * 256 * 4, GetMemoryStats(Device::Cpu()).live_bytes);
 }
 
 TEST(InitializerTest, ConstantZerosOnes) {

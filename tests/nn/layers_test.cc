@@ -64,7 +64,7 @@ TEST(LinearTest, ConfigInitAllocatesNothingAndUsesPyTorchBounds) {
   const MemoryStats before = GetMemoryStats(Device::Cpu());
   Linear linear = LinearConfig{100, 30}.Init();
   const MemoryStats after = GetMemoryStats(Device::Cpu());
-  EXPECT_EQ(before.bytes_live, after.bytes_live);
+  EXPECT_EQ(before.live_bytes, after.live_bytes);
   EXPECT_EQ(before.allocation_count, after.allocation_count);
   EXPECT_FALSE(linear.weight.is_initialized());
   EXPECT_EQ((Shape{100, 30}), linear.weight.lazy_shape());

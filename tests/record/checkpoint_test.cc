@@ -106,12 +106,12 @@ TEST(CheckpointTest, LazyLoadBorrowsTheFileWithoutAllocating) {
   rectest::init_runs = 0;
   kindling::ResetMemoryStats(Device::Cpu());
   const int64_t live_before =
-      kindling::GetMemoryStats(Device::Cpu()).bytes_live;
+      kindling::GetMemoryStats(Device::Cpu()).live_bytes;
   absl::StatusOr<LoadReport> report = LoadModule(loaded, path);
   ASSERT_TRUE(report.ok()) << report.status();
   const kindling::MemoryStats stats = kindling::GetMemoryStats(Device::Cpu());
   EXPECT_EQ(0, stats.allocation_count);
-  EXPECT_EQ(live_before, stats.peak_bytes);
+  EXPECT_EQ(live_before, stats.peak_live_bytes);
   EXPECT_EQ(11, report->borrowed);
   EXPECT_EQ(0, report->copied);
   EXPECT_EQ(0, rectest::init_runs.load());

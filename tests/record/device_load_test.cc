@@ -88,12 +88,12 @@ void ExpectStagedLoadMatchesCpu(const std::string& path,
   DeviceNet device_net = MakeNet(6, Device::Cuda(0));
   ResetFakeCudaCounters();
   kindling::ResetMemoryStats(Device::Cpu());
-  const int64_t host_before = GetMemoryStats(Device::Cpu()).bytes_live;
+  const int64_t host_before = GetMemoryStats(Device::Cpu()).live_bytes;
   absl::StatusOr<kindling::LoadReport> report =
       kindling::LoadModule(device_net, path, options);
   ASSERT_TRUE(report.ok()) << report.status();
   const int64_t host_peak =
-      GetMemoryStats(Device::Cpu()).peak_bytes - host_before;
+      GetMemoryStats(Device::Cpu()).peak_live_bytes - host_before;
   const kindling::testing::FakeCudaCounters counters = GetFakeCudaCounters();
   EXPECT_LE(host_peak, kStaging);
   EXPECT_LE(counters.max_h2d_copy_bytes, kStaging);
@@ -126,12 +126,12 @@ TEST(DeviceLoadTest, F16CheckpointConvertsInTheStagingBuffer) {
   // The staging buffer was used: one chunk, freed after the load.
   DeviceNet device_net = MakeNet(10, Device::Cuda(0));
   kindling::ResetMemoryStats(Device::Cpu());
-  const int64_t host_before = GetMemoryStats(Device::Cpu()).bytes_live;
+  const int64_t host_before = GetMemoryStats(Device::Cpu()).live_bytes;
   ASSERT_TRUE(
       kindling::LoadModule(device_net, path, {.device_staging_bytes = 1024})
           .ok());
-  EXPECT_EQ(1024, GetMemoryStats(Device::Cpu()).peak_bytes - host_before);
-  EXPECT_EQ(host_before, GetMemoryStats(Device::Cpu()).bytes_live);
+  EXPECT_EQ(1024, GetMemoryStats(Device::Cpu()).peak_live_bytes - host_before);
+  EXPECT_EQ(host_before, GetMemoryStats(Device::Cpu()).live_bytes);
 }
 
 TEST(DeviceLoadTest, Bf16CheckpointConvertsInTheStagingBuffer) {

@@ -51,12 +51,12 @@ TEST(ParamTensorTest, LazyMetadataNeedsNoAllocation) {
 TEST(ParamTensorTest, CopiesOfALazyParamAllocateNoTensorBytes) {
   std::atomic<int> runs{0};
   const TensorParam param = LazyNormal(128, 128, &runs);
-  const int64_t live = GetMemoryStats(Device::Cpu()).bytes_live;
+  const int64_t live = GetMemoryStats(Device::Cpu()).live_bytes;
   ResetMemoryStats(Device::Cpu());
   std::vector<TensorParam> copies(16, param);
   const TensorParam frozen = param.set_require_grad(false);  // stays lazy
   EXPECT_EQ(0, GetMemoryStats(Device::Cpu()).allocation_count);
-  EXPECT_EQ(live, GetMemoryStats(Device::Cpu()).bytes_live);
+  EXPECT_EQ(live, GetMemoryStats(Device::Cpu()).live_bytes);
   EXPECT_EQ(0, runs.load());
   // Reading one copy initializes the shared state once, for all copies.
   (void)copies[3].val();
@@ -111,14 +111,14 @@ TEST(ParamTensorTest, LoadNeverRunsInit) {
 }
 
 TEST(ParamTensorTest, TensorsDieWithTheirParams) {
-  const int64_t before = GetMemoryStats(Device::Cpu()).bytes_live;
+  const int64_t before = GetMemoryStats(Device::Cpu()).live_bytes;
   {
     std::atomic<int> runs{0};
     const TensorParam param = LazyNormal(100, 100, &runs);
     (void)param.val();
-    EXPECT_EQ(before + 100 * 100 * 4, GetMemoryStats(Device::Cpu()).bytes_live);
+    EXPECT_EQ(before + 100 * 100 * 4, GetMemoryStats(Device::Cpu()).live_bytes);
   }
-  EXPECT_EQ(before, GetMemoryStats(Device::Cpu()).bytes_live);
+  EXPECT_EQ(before, GetMemoryStats(Device::Cpu()).live_bytes);
 }
 
 }  // namespace

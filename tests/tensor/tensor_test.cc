@@ -12,7 +12,7 @@
 namespace kindling {
 namespace {
 
-int64_t LiveBytes() { return GetMemoryStats(Device::Cpu()).bytes_live; }
+int64_t LiveBytes() { return GetMemoryStats(Device::Cpu()).live_bytes; }
 
 static_assert(Parameter<Tensor<2>>);
 static_assert(Parameter<Tensor<1, Int>>);
@@ -168,11 +168,11 @@ TEST(MemoryStatsTest, LiveBytesReturnToZeroAfterTensorsDie) {
   }
   EXPECT_EQ(before, LiveBytes());
   const MemoryStats stats = GetMemoryStats(Device::Cpu());
-  EXPECT_GE(stats.peak_bytes, before + 2 * 128 * 256 * 4);
+  EXPECT_GE(stats.peak_live_bytes, before + 2 * 128 * 256 * 4);
   EXPECT_GE(stats.allocation_count, 3);
   ResetMemoryStats(Device::Cpu());
   EXPECT_EQ(0, GetMemoryStats(Device::Cpu()).allocation_count);
-  EXPECT_EQ(before, GetMemoryStats(Device::Cpu()).peak_bytes);
+  EXPECT_EQ(before, GetMemoryStats(Device::Cpu()).peak_live_bytes);
 }
 
 TEST(BorrowTest, ForeignMemoryIsViewedNotCopiedNorCounted) {

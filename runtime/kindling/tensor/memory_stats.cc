@@ -12,11 +12,11 @@ namespace {
 constexpr int kMaxCudaDevices = 64;
 
 struct Counters {
-  std::atomic<int64_t> bytes_live{0};
-  std::atomic<int64_t> peak_bytes{0};
+  std::atomic<int64_t> live_bytes{0};
+  std::atomic<int64_t> peak_live_bytes{0};
   std::atomic<int64_t> allocation_count{0};
   std::atomic<int64_t> cached_bytes{0};
-  // bytes_live + cached_bytes, kept in one counter so that its peak is taken
+  // live_bytes + cached_bytes, kept in one counter so that its peak is taken
   // from one atomic update.
   std::atomic<int64_t> reserved_bytes{0};
   std::atomic<int64_t> peak_reserved_bytes{0};
@@ -43,12 +43,13 @@ Counters& CountersFor(const Device& device) {
 MemoryStats GetMemoryStats(const Device& device) {
   const Counters& counters = CountersFor(device);
   MemoryStats stats;
-  stats.bytes_live = counters.bytes_live.load(std::memory_order_relaxed);
-  stats.peak_bytes = counters.peak_bytes.load(std::memory_order_relaxed);
+  stats.live_bytes = counters.live_bytes.load(std::memory_order_relaxed);
+  stats.peak_live_bytes =
+      counters.peak_live_bytes.load(std::memory_order_relaxed);
   stats.allocation_count =
       counters.allocation_count.load(std::memory_order_relaxed);
   stats.cached_bytes = counters.cached_bytes.load(std::memory_order_relaxed);
-  stats.reserved_bytes = stats.bytes_live + stats.cached_bytes;
+  stats.reserved_bytes = stats.live_bytes + stats.cached_bytes;
   stats.peak_reserved_bytes =
       counters.peak_reserved_bytes.load(std::memory_order_relaxed);
   return stats;
@@ -56,8 +57,9 @@ MemoryStats GetMemoryStats(const Device& device) {
 
 void ResetMemoryStats(const Device& device) {
   Counters& counters = CountersFor(device);
-  counters.peak_bytes.store(counters.bytes_live.load(std::memory_order_relaxed),
-                            std::memory_order_relaxed);
+  counters.peak_live_bytes.store(
+      counters.live_bytes.load(std::memory_order_relaxed),
+      std::memory_order_relaxed);
   counters.peak_reserved_bytes.store(
       counters.reserved_bytes.load(std::memory_order_relaxed),
       std::memory_order_relaxed);
@@ -70,8 +72,8 @@ void RecordAllocation(const Device& device, int64_t nbytes) {
   Counters& counters = CountersFor(device);
   counters.allocation_count.fetch_add(1, std::memory_order_relaxed);
   const int64_t live =
-      counters.bytes_live.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
-  RaisePeak(counters.peak_bytes, live);
+      counters.live_bytes.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
+  RaisePeak(counters.peak_live_bytes, live);
   const int64_t reserved =
       counters.reserved_bytes.fetch_add(nbytes, std::memory_order_relaxed) +
       nbytes;
@@ -80,7 +82,7 @@ void RecordAllocation(const Device& device, int64_t nbytes) {
 
 void RecordDeallocation(const Device& device, int64_t nbytes) {
   Counters& counters = CountersFor(device);
-  counters.bytes_live.fetch_sub(nbytes, std::memory_order_relaxed);
+  counters.live_bytes.fetch_sub(nbytes, std::memory_order_relaxed);
   // The allocator may have cached the block just before: the peak is taken
   // now, once the bytes have moved from live to cached, so that the moment
   // they count twice never shows.

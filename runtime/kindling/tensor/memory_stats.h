@@ -11,10 +11,12 @@
 //   kindling::ResetMemoryStats(kindling::Device::Cpu());
 //   {
 //     auto t = kindling::Tensor<2>::Zeros({256, 256});
-//     kindling::GetMemoryStats(kindling::Device::Cpu()).bytes_live;  // 262144
+//     kindling::GetMemoryStats(kindling::Device::Cpu()).live_bytes;  // 262144
 //   }
-//   kindling::GetMemoryStats(kindling::Device::Cpu()).bytes_live;    // 0
-//   kindling::GetMemoryStats(kindling::Device::Cpu()).peak_bytes;    // 262144
+//   const kindling::MemoryStats stats =
+//       kindling::GetMemoryStats(kindling::Device::Cpu());
+//   stats.live_bytes;       // 0
+//   stats.peak_live_bytes;  // 262144
 //
 // The counters are process-wide atomics, safe to update and read from any
 // thread; a reading taken while other threads allocate is a snapshot.
@@ -30,14 +32,14 @@ namespace kindling {
 // MemoryStats is one device's counters.
 struct MemoryStats {
   // Bytes of tensor storage allocated and not yet freed.
-  int64_t bytes_live = 0;
-  // The highest bytes_live since the last ResetMemoryStats().
-  int64_t peak_bytes = 0;
+  int64_t live_bytes = 0;
+  // The highest live_bytes since the last ResetMemoryStats().
+  int64_t peak_live_bytes = 0;
   // Storages allocated since the last ResetMemoryStats().
   int64_t allocation_count = 0;
   // Bytes of freed blocks the device's allocator keeps for reuse.
   int64_t cached_bytes = 0;
-  // bytes_live + cached_bytes. bytes_live counts what tensors asked for and
+  // live_bytes + cached_bytes. live_bytes counts what tensors asked for and
   // cached_bytes whole blocks, so a block freed into the cache adds its
   // rounding (under a quarter of its size) to reserved_bytes.
   int64_t reserved_bytes = 0;
@@ -49,9 +51,9 @@ struct MemoryStats {
 // GetMemoryStats() reads the counters of `device`.
 MemoryStats GetMemoryStats(const Device& device);
 
-// ResetMemoryStats() sets peak_bytes to the current bytes_live,
+// ResetMemoryStats() sets peak_live_bytes to the current live_bytes,
 // peak_reserved_bytes to the current reserved_bytes and allocation_count to
-// zero. bytes_live and cached_bytes are never reset: they are facts, not
+// zero. live_bytes and cached_bytes are never reset: they are facts, not
 // statistics.
 void ResetMemoryStats(const Device& device);
 

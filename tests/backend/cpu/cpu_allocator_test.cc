@@ -255,7 +255,7 @@ TEST(CpuAllocatorTest, ReportsCachedAndReservedBytesToMemoryStats) {
   void* data = allocator.Allocate(nbytes);
   internal::RecordAllocation(device, nbytes);
   MemoryStats stats = GetMemoryStats(device);
-  EXPECT_EQ(nbytes, stats.bytes_live);
+  EXPECT_EQ(nbytes, stats.live_bytes);
   EXPECT_EQ(0, stats.cached_bytes);
   EXPECT_EQ(nbytes, stats.reserved_bytes);
   EXPECT_EQ(nbytes, stats.peak_reserved_bytes);
@@ -263,12 +263,12 @@ TEST(CpuAllocatorTest, ReportsCachedAndReservedBytesToMemoryStats) {
   allocator.Deallocate(data, nbytes);
   internal::RecordDeallocation(device, nbytes);
   stats = GetMemoryStats(device);
-  EXPECT_EQ(0, stats.bytes_live);
+  EXPECT_EQ(0, stats.live_bytes);
   EXPECT_EQ(int64_t{8 * kMiB}, stats.cached_bytes);
   EXPECT_EQ(int64_t{8 * kMiB}, stats.reserved_bytes);
   // The moment the block counted as both live and cached does not show.
   EXPECT_EQ(int64_t{8 * kMiB}, stats.peak_reserved_bytes);
-  EXPECT_EQ(nbytes, stats.peak_bytes);
+  EXPECT_EQ(nbytes, stats.peak_live_bytes);
 
   // Reuse moves the block from cached back to live.
   data = allocator.Allocate(nbytes);
@@ -296,21 +296,21 @@ TEST(CpuAllocatorTest, CpuMemoryStatsShowTheBackendCache) {
   {
     const Tensor<2> batch = Tensor<2>::Zeros({1024, 1024});  // 4 MiB
     const MemoryStats during = GetMemoryStats(Device::Cpu());
-    EXPECT_EQ(before.bytes_live + int64_t{4 * kMiB}, during.bytes_live);
-    EXPECT_EQ(during.bytes_live + during.cached_bytes, during.reserved_bytes);
+    EXPECT_EQ(before.live_bytes + int64_t{4 * kMiB}, during.live_bytes);
+    EXPECT_EQ(during.live_bytes + during.cached_bytes, during.reserved_bytes);
   }
   MemoryStats after = GetMemoryStats(Device::Cpu());
-  EXPECT_EQ(before.bytes_live, after.bytes_live);
+  EXPECT_EQ(before.live_bytes, after.live_bytes);
   EXPECT_EQ(int64_t{4 * kMiB}, after.cached_bytes);
   EXPECT_EQ(static_cast<int64_t>(allocator.cached_bytes()), after.cached_bytes);
-  EXPECT_EQ(after.bytes_live + after.cached_bytes, after.reserved_bytes);
+  EXPECT_EQ(after.live_bytes + after.cached_bytes, after.reserved_bytes);
   EXPECT_GE(after.peak_reserved_bytes, after.reserved_bytes);
-  EXPECT_GE(after.peak_reserved_bytes, after.peak_bytes);
+  EXPECT_GE(after.peak_reserved_bytes, after.peak_live_bytes);
 
   allocator.EmptyCache();
   after = GetMemoryStats(Device::Cpu());
   EXPECT_EQ(0, after.cached_bytes);
-  EXPECT_EQ(after.bytes_live, after.reserved_bytes);
+  EXPECT_EQ(after.live_bytes, after.reserved_bytes);
 }
 
 TEST(CpuAllocatorTest, ConcurrentAllocationsKeepTheCountersConsistent) {

@@ -269,14 +269,14 @@ TEST(CudaAllocator, PendingBlocksCountHeldBackBlocksAsCached) {
   allocator.Deallocate(second);
   CudaAllocatorStats stats = allocator.stats();
   EXPECT_EQ(stats.pending_blocks, 2u);
-  EXPECT_EQ(stats.allocated_bytes, 0u);
+  EXPECT_EQ(stats.live_bytes, 0u);
   EXPECT_EQ(stats.cached_bytes, 6 * kMiB);
   device.FinishStream(kStreamB);
   void* again = MustAllocate(allocator, 2 * kMiB, kStreamA);  // releases
   EXPECT_EQ(again, first);
   stats = allocator.stats();
   EXPECT_EQ(stats.pending_blocks, 1u);
-  EXPECT_EQ(stats.allocated_bytes, 2 * kMiB);
+  EXPECT_EQ(stats.live_bytes, 2 * kMiB);
   EXPECT_EQ(stats.cached_bytes, 4 * kMiB);
   EXPECT_EQ(stats.device_mallocs, 2);
   allocator.Deallocate(again);
@@ -307,12 +307,12 @@ TEST(CudaAllocator, CountsAllocatedReservedAndCachedBytes) {
   void* a = MustAllocate(allocator, 3 * kMiB, kStreamA);
   void* b = MustAllocate(allocator, 1000, kStreamA);
   CudaAllocatorStats stats = allocator.stats();
-  EXPECT_EQ(stats.allocated_bytes, 3 * kMiB + 1024);
+  EXPECT_EQ(stats.live_bytes, 3 * kMiB + 1024);
   EXPECT_EQ(stats.reserved_bytes, 3 * kMiB + 1024);
   EXPECT_EQ(stats.cached_bytes, 0u);
   allocator.Deallocate(a);
   stats = allocator.stats();
-  EXPECT_EQ(stats.allocated_bytes, 1024u);
+  EXPECT_EQ(stats.live_bytes, 1024u);
   EXPECT_EQ(stats.reserved_bytes, 3 * kMiB + 1024);
   EXPECT_EQ(stats.cached_bytes, 3 * kMiB);
   EXPECT_EQ(device.used_bytes(), 3 * kMiB + 1024);
@@ -371,7 +371,7 @@ TEST(CudaAllocator, OutOfMemoryAfterRetryNamesRequestAndBytes) {
   EXPECT_NE(message.find("reserved 6291456 bytes"), std::string::npos)
       << message;
   // Nothing changed: the live block is still there and usable.
-  EXPECT_EQ(allocator.stats().allocated_bytes, 6 * kMiB);
+  EXPECT_EQ(allocator.stats().live_bytes, 6 * kMiB);
   allocator.Deallocate(live);
 }
 
@@ -427,7 +427,7 @@ TEST(CudaAllocator, ConcurrentAllocateAndFreeKeepCountsConsistent) {
   }
   for (std::thread& thread : threads) thread.join();
   const CudaAllocatorStats stats = allocator.stats();
-  EXPECT_EQ(stats.allocated_bytes, 0u);
+  EXPECT_EQ(stats.live_bytes, 0u);
   EXPECT_EQ(stats.cached_bytes, stats.reserved_bytes);
   EXPECT_EQ(stats.reserved_bytes, device.used_bytes());
 }
@@ -475,7 +475,7 @@ TEST(CudaAllocator, ConcurrentRecordsFreesAndCompletionsKeepCountsConsistent) {
   allocator.Deallocate(last);
   const CudaAllocatorStats stats = allocator.stats();
   EXPECT_EQ(stats.pending_blocks, 0u);
-  EXPECT_EQ(stats.allocated_bytes, 0u);
+  EXPECT_EQ(stats.live_bytes, 0u);
   EXPECT_EQ(stats.cached_bytes, stats.reserved_bytes);
   EXPECT_EQ(stats.reserved_bytes, device.used_bytes());
 }

@@ -46,9 +46,9 @@ CudaAllocator::CudaAllocator(DeviceApi* device, Options options)
 
 CudaAllocator::~CudaAllocator() {
   std::lock_guard<std::mutex> lock(mutex_);
-  KINDLING_CHECK(stats_.allocated_bytes == 0,
+  KINDLING_CHECK(stats_.live_bytes == 0,
                  "cuda allocator for %s destroyed with %d bytes allocated",
-                 options_.device_name, stats_.allocated_bytes);
+                 options_.device_name, stats_.live_bytes);
   FreeCachedBlocks();
 }
 
@@ -70,7 +70,7 @@ absl::StatusOr<void*> CudaAllocator::Allocate(size_t nbytes, Stream stream) {
   ReleasePendingBlocks();
   if (void* data = TakeFreeBlock(size, stream); data != nullptr) {
     const size_t block_size = blocks_.at(data).size;
-    stats_.allocated_bytes += block_size;
+    stats_.live_bytes += block_size;
     ++stats_.cache_hits;
     ReportCachedBytes(-static_cast<int64_t>(block_size));
     return data;
@@ -97,7 +97,7 @@ absl::StatusOr<void*> CudaAllocator::Allocate(size_t nbytes, Stream stream) {
   block.size = size;
   block.stream = stream;
   stats_.reserved_bytes += size;
-  stats_.allocated_bytes += size;
+  stats_.live_bytes += size;
   ++stats_.device_mallocs;
   return *data;
 }
@@ -111,7 +111,7 @@ void CudaAllocator::Deallocate(void* data) {
                  "block (double free, or not from this allocator)",
                  options_.device_name, data);
   Block& block = it->second;
-  stats_.allocated_bytes -= block.size;
+  stats_.live_bytes -= block.size;
   ReportCachedBytes(static_cast<int64_t>(block.size));
   if (block.other_streams.empty()) {
     block.state = State::kFree;
@@ -156,7 +156,7 @@ size_t CudaAllocator::EmptyCache() {
 CudaAllocatorStats CudaAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   CudaAllocatorStats stats = stats_;
-  stats.cached_bytes = stats.reserved_bytes - stats.allocated_bytes;
+  stats.cached_bytes = stats.reserved_bytes - stats.live_bytes;
   stats.pending_blocks = pending_.size();
   return stats;
 }
@@ -275,8 +275,8 @@ absl::Status CudaAllocator::OutOfMemory(size_t nbytes, size_t size,
       "%s out of memory: cannot allocate %d bytes (a %d-byte block); "
       "allocated %d bytes, reserved %d bytes, cached %d bytes after "
       "emptying the cache and retrying (%s)",
-      options_.device_name, nbytes, size, stats_.allocated_bytes,
-      stats_.reserved_bytes, stats_.reserved_bytes - stats_.allocated_bytes,
+      options_.device_name, nbytes, size, stats_.live_bytes,
+      stats_.reserved_bytes, stats_.reserved_bytes - stats_.live_bytes,
       cause.message()));
 }
 

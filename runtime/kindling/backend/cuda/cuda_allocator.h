@@ -51,7 +51,7 @@
 // and the allocated, reserved and cached bytes. EmptyCache() does the same
 // on request (between phases of a program).
 //
-// Accounting: allocated_bytes are blocks handed out (whole blocks), reserved
+// Accounting: live_bytes are blocks handed out (whole blocks), reserved
 // bytes everything obtained from the device, cached the difference (free
 // and held-back blocks). An allocator constructed with
 // Options::stats_device reports its cached bytes to that device's
@@ -94,10 +94,10 @@ namespace kindling::cuda {
 // CudaAllocatorStats is a snapshot of one allocator's counters.
 struct CudaAllocatorStats {
   // Bytes of blocks handed out and not yet freed (whole blocks).
-  size_t allocated_bytes = 0;
+  size_t live_bytes = 0;
   // Bytes obtained from the device and not given back.
   size_t reserved_bytes = 0;
-  // reserved_bytes - allocated_bytes: free and held-back blocks.
+  // reserved_bytes - live_bytes: free and held-back blocks.
   size_t cached_bytes = 0;
   // Blocks freed but held back until other streams' events complete.
   size_t pending_blocks = 0;
