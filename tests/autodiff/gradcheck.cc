@@ -39,7 +39,7 @@ TensorBase RandomLeaf(const Shape& shape, Generator& generator, double low,
   for (double& value : values) {
     value = low + (high - low) * generator.NextUniform();
   }
-  return FromDoubles(values, shape).with_require_grad(true);
+  return FromDoubles(values, shape).set_require_grad(true);
 }
 
 ::testing::AssertionResult Gradcheck(const GradcheckFn& fn,

@@ -67,7 +67,7 @@ INSTANTIATE_TEST_SUITE_P(AllUnaryOps, UnaryGradientTest,
 TEST(UnaryGradientTest, GeluAtZero) {
   // Phi(0) = 1/2 is special-cased in the formula.
   const TensorBase x =
-      IndexTensor({0}, {1}).To(DType::kF64).with_require_grad(true);
+      IndexTensor({0}, {1}).To(DType::kF64).set_require_grad(true);
   const Gradients grads =
       Backward(ops::ReduceAll(ReduceOp::kSum, ops::Unary(UnaryOp::kGelu, x)));
   EXPECT_DOUBLE_EQ(0.5, testing::ToDoubles(*grads.Get(x.leaf_id()))[0]);
@@ -168,7 +168,7 @@ TEST(ScalarGradientTest, BitIdenticalToARankZeroOperand) {
         for (bool lhs : {false, true}) {
           const TensorBase x =
               ops::BinaryScalar(BinaryOp::kMul, values.To(dtype), 0.5)
-                  .with_require_grad(true);
+                  .set_require_grad(true);
           const TensorBase constant =
               ops::Full(Shape{}, scalar, dtype, Device::Cpu());
           const TensorBase by_value = lhs ? ops::ScalarBinary(op, scalar, x)
@@ -202,7 +202,7 @@ TEST(ScalarGradientTest, BitIdenticalToARankZeroOperand) {
 
 TEST(ScalarGradientTest, TiesWithTheScalarSplitEvenly) {
   const TensorBase x =
-      IndexTensor({1, 2, 0}, {3}).To(DType::kF64).with_require_grad(true);
+      IndexTensor({1, 2, 0}, {3}).To(DType::kF64).set_require_grad(true);
   const Gradients max_grads = Backward(ops::ReduceAll(
       ReduceOp::kSum, ops::BinaryScalar(BinaryOp::kMaximum, x, 1)));
   EXPECT_EQ((std::vector<double>{0.5, 1, 0}),
@@ -217,7 +217,7 @@ TEST(ScalarGradientTest, ConstantSideFormulas) {
   // d/dx (3 - x) = -1, d/dx (2 / x) = -2 / x^2, d/dx 2^x = 2^x ln 2,
   // d/dx x^0 = 0, relu_backward(3, x) is constant in x.
   const TensorBase x =
-      IndexTensor({1, 2, 4}, {3}).To(DType::kF64).with_require_grad(true);
+      IndexTensor({1, 2, 4}, {3}).To(DType::kF64).set_require_grad(true);
   const auto grad_of = [&](const TensorBase& y) {
     const Gradients grads = Backward(ops::ReduceAll(ReduceOp::kSum, y));
     return testing::ToDoubles(*grads.Get(x.leaf_id()));
@@ -241,8 +241,8 @@ TEST(ScalarGradientTest, ConstantSideFormulas) {
 TEST(BinaryGradientTest, MaximumSplitsTiesEvenly) {
   const TensorBase a = IndexTensor({1, 2}, {2}).To(DType::kF64);
   const TensorBase b = IndexTensor({1, 3}, {2}).To(DType::kF64);
-  const TensorBase la = a.with_require_grad(true);
-  const TensorBase lb = b.with_require_grad(true);
+  const TensorBase la = a.set_require_grad(true);
+  const TensorBase lb = b.set_require_grad(true);
   const Gradients grads = Backward(
       ops::ReduceAll(ReduceOp::kSum, ops::Binary(BinaryOp::kMaximum, la, lb)));
   EXPECT_EQ((std::vector<double>{0.5, 0}),
@@ -299,7 +299,7 @@ INSTANTIATE_TEST_SUITE_P(AllReductions, ReduceGradientTest,
 
 TEST(ReduceGradientTest, MaxSplitsTiesEvenly) {
   const TensorBase x =
-      IndexTensor({3, 1, 3}, {3}).To(DType::kF64).with_require_grad(true);
+      IndexTensor({3, 1, 3}, {3}).To(DType::kF64).set_require_grad(true);
   const Gradients grads = Backward(ops::ReduceAll(ReduceOp::kMax, x));
   EXPECT_EQ((std::vector<double>{0.5, 0, 0.5}),
             testing::ToDoubles(*grads.Get(x.leaf_id())));
@@ -313,12 +313,12 @@ TEST(ReduceGradientTest, ArgMaxRecordsNothing) {
 
 TEST(ReduceGradientTest, ZeroSizeSum) {
   const TensorBase x = TensorBase::Empty({0, 3}, DType::kF64, Device::Cpu())
-                           .with_require_grad(true);
+                           .set_require_grad(true);
   const Gradients grads = Backward(ops::ReduceAll(ReduceOp::kSum, x));
   ASSERT_TRUE(grads.Get(x.leaf_id()).has_value());
   EXPECT_EQ((Shape{0, 3}), grads.Get(x.leaf_id())->shape());
   const TensorBase y = TensorBase::Empty({2, 0}, DType::kF64, Device::Cpu())
-                           .with_require_grad(true);
+                           .set_require_grad(true);
   const Gradients sum_grads = Backward(
       ops::ReduceAll(ReduceOp::kSum, ops::Reduce(ReduceOp::kSum, y, 1)));
   EXPECT_EQ((Shape{2, 0}), sum_grads.Get(y.leaf_id())->shape());
@@ -386,9 +386,9 @@ TEST(MatmulGradientTest, BroadcastBatchDims) {
 
 TEST(MatmulGradientTest, ZeroInnerDimension) {
   const TensorBase a = TensorBase::Empty({2, 0}, DType::kF64, Device::Cpu())
-                           .with_require_grad(true);
+                           .set_require_grad(true);
   const TensorBase b = TensorBase::Empty({0, 3}, DType::kF64, Device::Cpu())
-                           .with_require_grad(true);
+                           .set_require_grad(true);
   const Gradients grads =
       Backward(ops::ReduceAll(ReduceOp::kSum, ops::Matmul(a, b)));
   EXPECT_EQ((Shape{2, 0}), grads.Get(a.leaf_id())->shape());
@@ -493,7 +493,7 @@ TEST(ViewGradientTest, ChainOfViewsIntoAnOp) {
 
 TEST(ViewGradientTest, DtypeConversionPassesTheGradientBack) {
   const TensorBase x =
-      IndexTensor({1, -2, 3}, {3}).To(DType::kF64).with_require_grad(true);
+      IndexTensor({1, -2, 3}, {3}).To(DType::kF64).set_require_grad(true);
   const TensorBase y = x.To(DType::kF32);
   ASSERT_TRUE(y.is_require_grad());
   // sum(y^2): the gradient 2x comes back as f64.
@@ -510,7 +510,7 @@ TEST(HalfPrecisionGradientTest, GradientsKeepTheLeafDtype) {
   // f16 and bf16 are computed in f32 and rounded, forward and backward.
   for (const DType dtype : {DType::kF16, DType::kBF16}) {
     const TensorBase x =
-        IndexTensor({1, -2, 3, 4}, {2, 2}).To(dtype).with_require_grad(true);
+        IndexTensor({1, -2, 3, 4}, {2, 2}).To(dtype).set_require_grad(true);
     // Rows 1, 1, 0; loss = sum(picked^2 + broadcast bias).
     const TensorBase picked =
         ops::IndexSelect(x, 0, IndexTensor({1, 1, 0}, {3}));

@@ -230,11 +230,11 @@ TEST(LayerNormKernelTest, NoRowsGiveAnEmptyOutputAndZeroParameterGradients) {
 
 TEST(LayerNormKernelTest, EmptyInputThroughTheLayerGivesZeroGradients) {
   const TensorBase x = TensorBase::Empty({2, 0, 3}, DType::kF32, Device::Cpu())
-                           .with_require_grad(true);
+                           .set_require_grad(true);
   const TensorBase gamma =
-      ops::Full({3}, 1.0, DType::kF32, Device::Cpu()).with_require_grad(true);
+      ops::Full({3}, 1.0, DType::kF32, Device::Cpu()).set_require_grad(true);
   const TensorBase beta =
-      ops::Full({3}, 0.0, DType::kF32, Device::Cpu()).with_require_grad(true);
+      ops::Full({3}, 0.0, DType::kF32, Device::Cpu()).set_require_grad(true);
   const TensorBase y = nn::LayerNormOp(x, gamma, beta, kEpsilon);
   EXPECT_EQ((Shape{2, 0, 3}), y.shape());
   BackwardOptions options;
@@ -333,7 +333,7 @@ TEST(LayerNormGradcheckTest, EverySubsetOfOperandsRequiringGrad) {
         testing::RandomLeaf({6}, generator, 0.5, 2),
         testing::RandomLeaf({6}, generator)};
     for (int k = 0; k < 3; ++k) {
-      if ((mask >> k & 1) == 0) inputs[k] = inputs[k].with_require_grad(false);
+      if ((mask >> k & 1) == 0) inputs[k] = inputs[k].set_require_grad(false);
     }
     EXPECT_TRUE(testing::Gradcheck(
         [](Inputs x) { return nn::LayerNormOp(x[0], x[1], x[2], kEpsilon); },
@@ -409,10 +409,9 @@ TEST(LayerNormKernelTest, FakeCudaDeviceGivesTheCpuResults) {
       ops::RandomNormal({5, 3, 70}, DType::kF32, cpu, generator, 0, 1);
   // Forward and backward through the layer's node on each device.
   const auto run = [&](const Device& device) {
-    const TensorBase x_leaf = x.ToDevice(device).with_require_grad(true);
-    const TensorBase gamma_leaf =
-        gamma.ToDevice(device).with_require_grad(true);
-    const TensorBase beta_leaf = beta.ToDevice(device).with_require_grad(true);
+    const TensorBase x_leaf = x.ToDevice(device).set_require_grad(true);
+    const TensorBase gamma_leaf = gamma.ToDevice(device).set_require_grad(true);
+    const TensorBase beta_leaf = beta.ToDevice(device).set_require_grad(true);
     const TensorBase y =
         nn::LayerNormOp(x_leaf, gamma_leaf, beta_leaf, kEpsilon);
     EXPECT_EQ(device, y.device());

@@ -13,7 +13,7 @@
 //       [&generator](const Device& device, bool require_grad) {
 //         return Tensor<2>::RandomNormal({512, 256}, generator, /*mean=*/0,
 //                                        /*std=*/0.02, device)
-//             .with_require_grad(require_grad);
+//             .set_require_grad(require_grad);
 //       },
 //       Device::Cpu(), /*require_grad=*/true, Shape{512, 256});
 //   weight.lazy_shape();          // {512, 256}; nothing allocated

@@ -294,7 +294,7 @@ absl::Status Optimizer::Step(M& model, const Gradients& grads) {
           }
           using T = std::remove_cvref_t<decltype(param.val())>;
           param = param.with_value(
-              T(copy->second->with_require_grad(param.lazy_is_require_grad())));
+              T(copy->second->set_require_grad(param.lazy_is_require_grad())));
           assigned.emplace(param.id(), param);
         });
   }

@@ -114,7 +114,7 @@ ParamId TensorBase::leaf_id() const {
   return autograd_->id;
 }
 
-TensorBase TensorBase::with_require_grad(bool require_grad) const {
+TensorBase TensorBase::set_require_grad(bool require_grad) const {
   if (!require_grad) return Detach();
   if (is_require_grad()) return *this;
   auto meta = std::make_shared<AutogradMeta>();

@@ -94,10 +94,10 @@ class [[nodiscard]] TensorBase {
   const std::shared_ptr<const AutogradMeta>& autograd_meta() const {
     return autograd_;
   }
-  // with_require_grad() returns a handle sharing the storage: with true, this
+  // set_require_grad() returns a handle sharing the storage: with true, this
   // tensor when it already requires grad, else a leaf with a fresh ParamId;
   // with false, Detach().
-  TensorBase with_require_grad(bool require_grad) const;
+  TensorBase set_require_grad(bool require_grad) const;
   // Detach() returns a handle sharing the storage with no autograd metadata:
   // gradients do not flow through it.
   TensorBase Detach() const;

@@ -208,7 +208,7 @@ class [[nodiscard]] Tensor {
   // leaf with a fresh ParamId (this tensor when it already requires grad);
   // with false, detach().
   Tensor set_require_grad(bool require_grad) const {
-    return Tensor(base_.with_require_grad(require_grad));
+    return Tensor(base_.set_require_grad(require_grad));
   }
   // detach() shares the storage but carries no graph: no gradient flows
   // through it.
