@@ -172,23 +172,22 @@ void EmitTraits(const Module& module, llvm::raw_ostream& out) {
       out << "    fn(\"" << field.name << "\", module." << field.name
           << ", record." << field.name << ");\n";
     }
-    out << "  }\n\n";
+    out << "  }\n";
   } else {
     out << "  static void ForEachFieldWithRecord(Self& /*module*/, "
-           "RecordSelf& /*record*/, Fn&& /*fn*/) {}\n\n";
+           "RecordSelf& /*record*/, Fn&& /*fn*/) {}\n";
   }
 
-  out << "  template <class Fn>\n";
+  // No constants, no member: ForEachConstant() (module_traits.h) then
+  // visits nothing.
   if (!module.constants.empty()) {
+    out << "\n  template <class Fn>\n";
     out << "  static void ForEachConstant(const " << ModuleType(module)
         << "& module, Fn&& fn) {\n";
     for (const Field& field : module.constants) {
       out << "    fn(\"" << field.name << "\", module." << field.name << ");\n";
     }
     out << "  }\n";
-  } else {
-    out << "  static void ForEachConstant(const " << ModuleType(module)
-        << "& /*module*/, Fn&& /*fn*/) {}\n";
   }
   out << "};\n\n";
 }

@@ -53,9 +53,9 @@ std::vector<std::string> FieldNames(M& module) {
 template <class M>
 std::vector<std::string> ConstantNames(const M& module) {
   std::vector<std::string> names;
-  ModuleTraits<M>::ForEachConstant(
-      module,
-      [&](const char* name, const auto& /*value*/) { names.push_back(name); });
+  ForEachConstant(module, [&](const char* name, const auto& /*value*/) {
+    names.push_back(name);
+  });
   return names;
 }
 

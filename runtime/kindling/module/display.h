@@ -71,7 +71,7 @@ class TreePrinter {
       Traits::ForEachField(field, [&](const char* name, const auto& member) {
         Entry(name, member);
       });
-      Traits::ForEachConstant(field, [&](const char* name, const auto& value) {
+      ForEachConstant(field, [&](const char* name, const auto& value) {
         Indent();
         out_ << "(" << name << "): ";
         WriteValue(out_, value);

@@ -39,7 +39,8 @@
 //       fn("hidden", module.hidden, record.hidden);
 //     }
 //
-//     // Constants: kept, copied and printed, never saved.
+//     // Constants: kept, copied and printed, never saved. Written only
+//     // for a module that has some (read through ForEachConstant()).
 //     template <class Fn>
 //     static void ForEachConstant(const ::demo::Mlp& module, Fn&& fn) {
 //       fn("num_classes", module.num_classes);
@@ -74,6 +75,16 @@ struct ModuleTraits {
 // Module: a type with generated (or hand-written) ModuleTraits.
 template <class M>
 concept Module = ModuleTraits<std::remove_cvref_t<M>>::kIsModule;
+
+// ForEachConstant() calls ModuleTraits<M>::ForEachConstant(module, fn) when
+// the module has constants; the generator writes that member only then.
+template <Module M, class Fn>
+void ForEachConstant(const M& module, Fn&& fn) {
+  using Traits = ModuleTraits<std::remove_cvref_t<M>>;
+  if constexpr (requires { Traits::ForEachConstant(module, fn); }) {
+    Traits::ForEachConstant(module, fn);
+  }
+}
 
 }  // namespace kindling
 

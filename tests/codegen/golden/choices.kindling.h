@@ -38,9 +38,6 @@ struct ModuleTraits<::demo::Gate> {
                                      Fn&& fn) {
     fn("weight", module.weight, record.weight);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::Gate& /*module*/, Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling
@@ -76,9 +73,6 @@ struct ModuleTraits<::demo::Expert> {
     fn("up", module.up, record.up);
     fn("down", module.down, record.down);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::Expert& /*module*/, Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling
@@ -166,10 +160,6 @@ struct ModuleTraits<::demo::Mixture<Experts...>> {
     fn("experts", module.experts, record.experts);
     fn("active", module.active, record.active);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::Mixture<Experts...>& /*module*/,
-                              Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling

@@ -38,9 +38,6 @@ struct ModuleTraits<::demo::Dense> {
                                      Fn&& fn) {
     fn("weight", module.weight, record.weight);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::Dense& /*module*/, Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling
@@ -73,9 +70,6 @@ struct ModuleTraits<::demo::Conv> {
                                      Fn&& fn) {
     fn("kernel", module.kernel, record.kernel);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::Conv& /*module*/, Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling

@@ -39,10 +39,6 @@ struct ModuleTraits<::outer::inner::Embedding> {
                                      Fn&& fn) {
     fn("table", module.table, record.table);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::outer::inner::Embedding& /*module*/,
-                              Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling
@@ -75,10 +71,6 @@ struct ModuleTraits<::outer::inner::Encoder> {
                                      Fn&& fn) {
     fn("embedding", module.embedding, record.embedding);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::outer::inner::Encoder& /*module*/,
-                              Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling
@@ -113,10 +105,6 @@ struct ModuleTraits<::outer::Decoder> {
                                      Fn&& fn) {
     fn("embedding", module.embedding, record.embedding);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::outer::Decoder& /*module*/, Fn&& /*fn*/) {
-  }
 };
 
 }  // namespace kindling
@@ -148,9 +136,6 @@ struct ModuleTraits<::Seq2Seq> {
     fn("encoder", module.encoder, record.encoder);
     fn("decoder", module.decoder, record.decoder);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::Seq2Seq& /*module*/, Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling

@@ -42,10 +42,6 @@ struct ModuleTraits<::demo::Transformer::Block> {
     fn("attention", module.attention, record.attention);
     fn("norm", module.norm, record.norm);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::Transformer::Block& /*module*/,
-                              Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling
@@ -81,10 +77,6 @@ struct ModuleTraits<::demo::Transformer> {
     fn("embedding", module.embedding, record.embedding);
     fn("blocks", module.blocks, record.blocks);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::Transformer& /*module*/,
-                              Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling
@@ -117,10 +109,6 @@ struct ModuleTraits<::demo::Zoo::Head> {
                                      Fn&& fn) {
     fn("bias", module.bias, record.bias);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::Zoo::Head& /*module*/,
-                              Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling
@@ -154,10 +142,6 @@ struct ModuleTraits<::demo::Zoo::Tower<N>> {
                                      Fn&& fn) {
     fn("heads", module.heads, record.heads);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::Zoo::Tower<N>& /*module*/,
-                              Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling
@@ -190,10 +174,6 @@ struct ModuleTraits<::demo::Zoo::Inner::Cell> {
                                      Fn&& fn) {
     fn("gate", module.gate, record.gate);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::Zoo::Inner::Cell& /*module*/,
-                              Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling
@@ -232,10 +212,6 @@ struct ModuleTraits<::demo::UsesNested> {
     fn("cell", module.cell, record.cell);
     fn("block", module.block, record.block);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::UsesNested& /*module*/,
-                              Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling

@@ -41,9 +41,6 @@ struct ModuleTraits<::demo::Linear> {
     fn("weight", module.weight, record.weight);
     fn("bias", module.bias, record.bias);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::Linear& /*module*/, Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling
@@ -78,10 +75,6 @@ struct ModuleTraits<::demo::TwoLayer> {
                                      Fn&& fn) {
     fn("fc1", module.fc1, record.fc1);
     fn("fc2", module.fc2, record.fc2);
-  }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::TwoLayer& /*module*/, Fn&& /*fn*/) {
   }
 };
 

@@ -90,10 +90,6 @@ struct ModuleTraits<::demo::Bank<T, Ranks...>> {
     fn("tensors", module.tensors, record.tensors);
     fn("scale", module.scale, record.scale);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::Bank<T, Ranks...>& /*module*/,
-                              Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling
@@ -127,10 +123,6 @@ struct ModuleTraits<::demo::Chain<Sequence, T>> {
                                      Fn&& fn) {
     fn("links", module.links, record.links);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::Chain<Sequence, T>& /*module*/,
-                              Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling
@@ -166,10 +158,6 @@ struct ModuleTraits<::demo::UsesBlock> {
     fn("block", module.block, record.block);
     fn("blocks", module.blocks, record.blocks);
   }
-
-  template <class Fn>
-  static void ForEachConstant(const ::demo::UsesBlock& /*module*/,
-                              Fn&& /*fn*/) {}
 };
 
 }  // namespace kindling
