@@ -144,15 +144,25 @@ inline __m256 Clamp(__m256 x, float low, float high) {
 // coefficients), 1 + r + r^2 p(r) with p by Estrin's scheme: a shorter
 // dependency chain than Horner's, which is what bounds these loops (GELU
 // and softmax run several of these chains per element).
+// Its coefficients, highest degree first (ExpPolynomial16 uses them too).
+namespace exp_polynomial {
+inline constexpr float kP0 = 1.9875691500e-4f;
+inline constexpr float kP1 = 1.3981999507e-3f;
+inline constexpr float kP2 = 8.3334519073e-3f;
+inline constexpr float kP3 = 4.1665795894e-2f;
+inline constexpr float kP4 = 1.6666665459e-1f;
+inline constexpr float kP5 = 5.0000001201e-1f;
+}  // namespace exp_polynomial
 inline __m256 ExpPolynomial(__m256 r) {
+  namespace c = exp_polynomial;
   const __m256 r2 = _mm256_mul_ps(r, r);
   const __m256 r4 = _mm256_mul_ps(r2, r2);
-  const __m256 p01 = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r,
-                                     _mm256_set1_ps(1.3981999507e-3f));
-  const __m256 p23 = _mm256_fmadd_ps(_mm256_set1_ps(8.3334519073e-3f), r,
-                                     _mm256_set1_ps(4.1665795894e-2f));
-  const __m256 p45 = _mm256_fmadd_ps(_mm256_set1_ps(1.6666665459e-1f), r,
-                                     _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 p01 =
+      _mm256_fmadd_ps(_mm256_set1_ps(c::kP0), r, _mm256_set1_ps(c::kP1));
+  const __m256 p23 =
+      _mm256_fmadd_ps(_mm256_set1_ps(c::kP2), r, _mm256_set1_ps(c::kP3));
+  const __m256 p45 =
+      _mm256_fmadd_ps(_mm256_set1_ps(c::kP4), r, _mm256_set1_ps(c::kP5));
   const __m256 p = _mm256_fmadd_ps(p01, r4, _mm256_fmadd_ps(p23, r2, p45));
   return _mm256_add_ps(_mm256_fmadd_ps(p, r2, r), _mm256_set1_ps(1.0f));
 }
@@ -424,14 +434,15 @@ KINDLING_AVX512 inline __m512 Halves8(__m512 x, const F8& f8) {
 // The sixteen-lane forms of ExpPolynomial(), RoundLog2() and
 // TimesPowerOfTwo(): the same operations in the same order.
 KINDLING_AVX512 inline __m512 ExpPolynomial16(__m512 r) {
+  namespace c = vector_math_internal::exp_polynomial;
   const __m512 r2 = _mm512_mul_ps(r, r);
   const __m512 r4 = _mm512_mul_ps(r2, r2);
-  const __m512 p01 = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r,
-                                     _mm512_set1_ps(1.3981999507e-3f));
-  const __m512 p23 = _mm512_fmadd_ps(_mm512_set1_ps(8.3334519073e-3f), r,
-                                     _mm512_set1_ps(4.1665795894e-2f));
-  const __m512 p45 = _mm512_fmadd_ps(_mm512_set1_ps(1.6666665459e-1f), r,
-                                     _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 p01 =
+      _mm512_fmadd_ps(_mm512_set1_ps(c::kP0), r, _mm512_set1_ps(c::kP1));
+  const __m512 p23 =
+      _mm512_fmadd_ps(_mm512_set1_ps(c::kP2), r, _mm512_set1_ps(c::kP3));
+  const __m512 p45 =
+      _mm512_fmadd_ps(_mm512_set1_ps(c::kP4), r, _mm512_set1_ps(c::kP5));
   const __m512 p = _mm512_fmadd_ps(p01, r4, _mm512_fmadd_ps(p23, r2, p45));
   return _mm512_add_ps(_mm512_fmadd_ps(p, r2, r), _mm512_set1_ps(1.0f));
 }
