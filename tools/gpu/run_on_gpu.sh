@@ -2,7 +2,7 @@
 # run_on_gpu.sh — runs Kindling's GPU bundle (made by tools/gpu_bundle) on the
 # machine it is unpacked on, and writes what happened under --out.
 #
-#   ./run_on_gpu.sh [--out DIR] [--steps env,tests,sanitizer,benches,examples]
+#   ./run_on_gpu.sh [--out DIR] [--steps env,tests,sanitizer,benches,kernels,examples]
 #                   [--cpu-smoke] [--timeout SECONDS]
 #
 # Steps (default: env,tests):
@@ -16,6 +16,7 @@
 #   sanitizer  compute-sanitizer memcheck over cuda_backend_test;
 #   benches    cuda_kernels_bench, device_load_bench, train_bench's device
 #              epochs (JSON); a benchmark that reports an error fails;
+#   kernels    cuda_kernels_bench alone (about a minute: for a kernel change);
 #   examples   quickstart and cnn on cuda:0 (the bundle's Fashion-MNIST subset).
 # Each command has its own timeout (--timeout, default 480 s), so one hang
 # cannot use up a device call.
@@ -392,14 +393,18 @@ run_bench() {
   fi
 }
 
+run_kernels_bench() {
+  run_bench cuda_kernels_bench --benchmark_repetitions=5 \
+    --benchmark_report_aggregates_only=true
+}
+
 run_benches() {
   if ((cpu_smoke)); then
     # Without a GPU the kernels bench says why and runs nothing.
     run_bench cuda_kernels_bench
     return
   fi
-  run_bench cuda_kernels_bench --benchmark_repetitions=5 \
-    --benchmark_report_aggregates_only=true
+  run_kernels_bench
   run_bench device_load_bench --benchmark_repetitions=3 \
     --benchmark_report_aggregates_only=true
   KINDLING_TRAIN_BENCH_SAMPLES=20000 run_bench train_bench \
@@ -434,7 +439,11 @@ setup_libraries
 check_libraries
 wants_step tests && run_tests
 wants_step sanitizer && run_sanitizer
-wants_step benches && run_benches
+if wants_step benches; then
+  run_benches
+elif wants_step kernels && ! ((cpu_smoke)); then
+  run_kernels_bench
+fi
 wants_step examples && run_examples
 
 tar -C "$LOGS" -czf "$out/results.tar.gz" . 2>/dev/null
