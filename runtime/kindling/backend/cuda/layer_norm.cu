@@ -32,6 +32,7 @@
 #include <initializer_list>
 #include <type_traits>
 
+#include "kindling/backend/cuda/block_reduce.h"
 #include "kindling/backend/cuda/cuda_check.h"
 #include "kindling/backend/cuda/device_element.h"
 #include "kindling/backend/cuda/dispatch.h"
@@ -42,14 +43,15 @@
 namespace kindling::cuda {
 namespace {
 
-constexpr int kWarp = 32;
 // Rows of kWarp threads per block in the warp-per-row kernels.
 constexpr int kWarpRows = 4;
 // Rows up to this long go to a warp (kPerLane up to 32).
 constexpr int64_t kMaxWarpFeatures = 32 * kWarp;
-// Threads of the block-per-row kernels (a multiple of kWarp, at most
-// kWarp * kWarp so that BlockSum's scratch of kWarp entries suffices).
+// Threads of the block-per-row kernels (BlockAllReduce's limits apply: a
+// multiple of kWarp, at most kMaxBlockReduceThreads).
 constexpr int kRowThreads = 256;
+static_assert(kRowThreads % kWarp == 0 &&
+              kRowThreads <= kMaxBlockReduceThreads);
 // Dynamic shared memory a block-per-row kernel may use for its row cache:
 // below the 48 KiB a launch gets without opting in, leaving room for the
 // static scratch.
@@ -65,36 +67,6 @@ constexpr int64_t kMaxChunks = 128;
 template <class C>
 __device__ inline C InverseStd(C variance, double epsilon) {
   return static_cast<C>(1.0 / sqrt(static_cast<double>(variance) + epsilon));
-}
-
-// WarpSum(): the sum over the warp's 32 lanes, in every lane. Lane i adds
-// v_i + v_(i^o) while lane i^o adds v_(i^o) + v_i, the same number, so all
-// lanes hold identical bits at every step.
-template <class C>
-__device__ inline C WarpSum(C value) {
-#pragma unroll
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    value += __shfl_xor_sync(0xffffffffu, value, offset);
-  }
-  return value;
-}
-
-// BlockSum(): the sum of `value` over the block (blockDim.x threads, a
-// multiple of kWarp, at most kWarp * kWarp), in every thread, in a fixed
-// order: each warp's butterfly, then the warps' sums in warp order.
-// `scratch` holds kWarp entries; the call ends with a barrier, so scratch is
-// free for the next call.
-template <class C>
-__device__ inline C BlockSum(C value, C* scratch) {
-  value = WarpSum(value);
-  const int warp = threadIdx.x / kWarp;
-  if (threadIdx.x % kWarp == 0) scratch[warp] = value;
-  __syncthreads();
-  C total = 0;
-  const int warps = blockDim.x / kWarp;
-  for (int w = 0; w < warps; ++w) total += scratch[w];
-  __syncthreads();
-  return total;
 }
 
 // Parameter(): gamma[i] or beta[i], or `fallback` (1 or 0) when the
@@ -131,7 +103,7 @@ __global__ void __launch_bounds__(kWarp* kWarpRows)
       v[k] = i < d ? ToCompute(x_row[i]) : C(0);
       sum += v[k];
     }
-    const C mu = WarpSum(sum) / static_cast<C>(d);
+    const C mu = WarpAllReduce(sum, AddCombine{}) / static_cast<C>(d);
     C squares = 0;
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
@@ -139,7 +111,8 @@ __global__ void __launch_bounds__(kWarp* kWarpRows)
       const C centered = i < d ? v[k] - mu : C(0);
       squares += centered * centered;
     }
-    const C rs = InverseStd(WarpSum(squares) / static_cast<C>(d), epsilon);
+    const C rs = InverseStd(
+        WarpAllReduce(squares, AddCombine{}) / static_cast<C>(d), epsilon);
     T* y_row = y + row * d;
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
@@ -179,14 +152,15 @@ __global__ void __launch_bounds__(kRowThreads)
       if (cached) cache[i] = v;
       sum += v;
     }
-    const C mu = BlockSum(sum, scratch) / static_cast<C>(d);
+    const C mu = BlockAllReduce(sum, scratch, AddCombine{}) / static_cast<C>(d);
     C squares = 0;
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
       const C centered = (cached ? cache[i] : ToCompute(x_row[i])) - mu;
       squares += centered * centered;
     }
-    const C rs =
-        InverseStd(BlockSum(squares, scratch) / static_cast<C>(d), epsilon);
+    const C rs = InverseStd(
+        BlockAllReduce(squares, scratch, AddCombine{}) / static_cast<C>(d),
+        epsilon);
     T* y_row = y + row * d;
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
       const C v = cached ? cache[i] : ToCompute(x_row[i]);
@@ -236,8 +210,9 @@ __global__ void __launch_bounds__(kWarp* kWarpRows)
       sum_g += g[k];
       sum_g_xhat += g[k] * xhat[k];
     }
-    const C mean_g = WarpSum(sum_g) / static_cast<C>(d);
-    const C mean_g_xhat = WarpSum(sum_g_xhat) / static_cast<C>(d);
+    const C mean_g = WarpAllReduce(sum_g, AddCombine{}) / static_cast<C>(d);
+    const C mean_g_xhat =
+        WarpAllReduce(sum_g_xhat, AddCombine{}) / static_cast<C>(d);
     T* dx_row = dx + row * d;
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
@@ -275,15 +250,17 @@ __global__ void __launch_bounds__(kRowThreads)
       cache[i] = v;
       sum += (v.x + v.y) + (v.z + v.w);
     }
-    const float mu = BlockSum(sum, scratch) / static_cast<float>(d);
+    const float mu =
+        BlockAllReduce(sum, scratch, AddCombine{}) / static_cast<float>(d);
     float squares = 0;
     for (int64_t i = threadIdx.x; i < d4; i += blockDim.x) {
       const float4 v = cache[i];
       const float a = v.x - mu, b = v.y - mu, c = v.z - mu, e = v.w - mu;
       squares += (a * a + b * b) + (c * c + e * e);
     }
-    const float rs =
-        InverseStd(BlockSum(squares, scratch) / static_cast<float>(d), epsilon);
+    const float rs = InverseStd(
+        BlockAllReduce(squares, scratch, AddCombine{}) / static_cast<float>(d),
+        epsilon);
     float4* y_row = reinterpret_cast<float4*>(y + row * d);
     for (int64_t i = threadIdx.x; i < d4; i += blockDim.x) {
       const float4 v = cache[i];
@@ -345,8 +322,10 @@ __global__ void __launch_bounds__(kRowThreads)
       sum_g += g;
       sum_g_xhat += g * xhat;
     }
-    const C mean_g = BlockSum(sum_g, scratch) / static_cast<C>(d);
-    const C mean_g_xhat = BlockSum(sum_g_xhat, scratch) / static_cast<C>(d);
+    const C mean_g =
+        BlockAllReduce(sum_g, scratch, AddCombine{}) / static_cast<C>(d);
+    const C mean_g_xhat =
+        BlockAllReduce(sum_g_xhat, scratch, AddCombine{}) / static_cast<C>(d);
     T* dx_row = dx + row * d;
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
       C xhat, g;

@@ -4,8 +4,8 @@
 // the other axes, the `n` elements along `axis`. LineIndexer() gives each
 // line's start offset in the (any-strided) input and in the contiguous
 // output; element k of a line is at start + k * axis stride. Kernels either
-// give a line to a whole block (BlockReduce combines the threads' partial
-// states through shared memory) or, when lines are many and the axis is not
+// give a line to a whole block (BlockAllReduce, block_reduce.h, combines the
+// threads' partial states) or, when lines are many and the axis is not
 // the input's unit-stride one, a line to each thread so that neighbouring
 // threads read neighbouring columns.
 #ifndef KINDLING_BACKEND_CUDA_LINES_H_
@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kindling/backend/cuda/block_reduce.h"
 #include "kindling/backend/cuda/device_element.h"
 #include "kindling/backend/cuda/strided_index.h"
 #include "kindling/core/check.h"
@@ -27,6 +28,8 @@ namespace kindling::cuda {
 
 // kLineThreads: threads of a block that reduces one line.
 inline constexpr int kLineThreads = 256;
+static_assert(kLineThreads % kWarp == 0 &&
+              kLineThreads <= kMaxBlockReduceThreads);
 
 // LineIndexer(): operand 0 is `out`, operand 1 is `in`, over in's shape with
 // `axis` set to size 1 (its line starts).
@@ -60,26 +63,6 @@ template <class T>
 using SumType = std::conditional_t<
     kIsHalfType<T>, float,
     std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>>;
-
-// BlockReduce(): every thread's `state` combined with `combine(a, b)` (b
-// comes after a in thread order); the result is returned to all threads.
-// `scratch` holds blockDim.x states; blockDim.x is a power of two.
-template <class State, class Combine>
-__device__ State BlockReduce(State state, State* scratch,
-                             const Combine& combine) {
-  scratch[threadIdx.x] = state;
-  __syncthreads();
-  for (unsigned width = blockDim.x / 2; width > 0; width /= 2) {
-    if (threadIdx.x < width) {
-      scratch[threadIdx.x] =
-          combine(scratch[threadIdx.x], scratch[threadIdx.x + width]);
-    }
-    __syncthreads();
-  }
-  const State result = scratch[0];
-  __syncthreads();  // scratch is reused by the next reduction
-  return result;
-}
 
 }  // namespace kindling::cuda
 

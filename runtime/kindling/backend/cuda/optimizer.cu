@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kindling/backend/cuda/block_reduce.h"
 #include "kindling/backend/cuda/cuda_check.h"
 #include "kindling/backend/cuda/device_element.h"
 #include "kindling/backend/cuda/dispatch.h"
@@ -128,6 +129,8 @@ struct AdamOp {
 // kNormThreads x kNormBlocks partial sums: a fixed split, so the result does
 // not depend on the GPU, only on the element count.
 constexpr int kNormThreads = 256;
+static_assert(kNormThreads % kWarp == 0 &&
+              kNormThreads <= kMaxBlockReduceThreads);
 constexpr int kNormBlocks = 1024;
 
 struct NormCombine {
@@ -157,13 +160,13 @@ __device__ inline double AbsPowerTerm(T value, double p, int mode) {
 template <class T>
 __global__ void AbsPowerPartial(const T* data, int64_t count, double p,
                                 int mode, double* partial) {
-  __shared__ double scratch[kNormThreads];
+  __shared__ double scratch[kWarp];
   const NormCombine combine{mode == 0};
   double total = 0;
   for (int64_t i = GlobalThread(); i < count; i += GridThreads()) {
     total = combine(total, AbsPowerTerm(data[i], p, mode));
   }
-  total = BlockReduce(total, scratch, combine);
+  total = BlockAllReduce(total, scratch, combine);
   if (threadIdx.x == 0) partial[blockIdx.x] = total;
 }
 
@@ -171,13 +174,13 @@ __global__ void AbsPowerPartial(const T* data, int64_t count, double p,
 // `result`.
 __global__ void AbsPowerFinal(const double* partial, int count, int mode,
                               double* result) {
-  __shared__ double scratch[kNormThreads];
+  __shared__ double scratch[kWarp];
   const NormCombine combine{mode == 0};
   double total = 0;
   for (int i = threadIdx.x; i < count; i += blockDim.x) {
     total = combine(total, partial[i]);
   }
-  total = BlockReduce(total, scratch, combine);
+  total = BlockAllReduce(total, scratch, combine);
   if (threadIdx.x == 0) *result = total;
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kindling/backend/cuda/block_reduce.h"
 #include "kindling/backend/cuda/cuda_check.h"
 #include "kindling/backend/cuda/device_element.h"
 #include "kindling/backend/cuda/dispatch.h"
@@ -26,13 +27,6 @@ namespace kindling::cuda {
 namespace {
 
 // --- Sums --------------------------------------------------------------------
-
-struct SumCombine {
-  template <class Acc>
-  __device__ Acc operator()(Acc a, Acc b) const {
-    return a + b;
-  }
-};
 
 template <class T>
 __device__ inline SumType<T> ToSum(T value) {
@@ -55,7 +49,7 @@ template <class T>
 __global__ void SumLinesBlock(StridedIndexer<2> lines, const T* in, T* out,
                               int64_t n, int64_t stride, bool mean) {
   using Acc = SumType<T>;
-  __shared__ Acc scratch[kLineThreads];
+  __shared__ Acc scratch[kWarp];
   for (int64_t line = blockIdx.x; line < lines.numel; line += gridDim.x) {
     int64_t offset[2];
     lines.Offsets(line, offset);
@@ -63,7 +57,7 @@ __global__ void SumLinesBlock(StridedIndexer<2> lines, const T* in, T* out,
     for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
       sum += ToSum(in[offset[1] + k * stride]);
     }
-    sum = BlockReduce(sum, scratch, SumCombine{});
+    sum = BlockAllReduce(sum, scratch, AddCombine{});
     if (threadIdx.x == 0) out[offset[0]] = FinishSum<T>(sum, mean, n);
   }
 }
@@ -137,7 +131,7 @@ __global__ void ExtremeLinesBlock(StridedIndexer<2> lines, const T* in,
                                   T* values, int64_t* indices, int64_t n,
                                   int64_t stride) {
   using C = ComputeType<T>;
-  __shared__ Extreme<C> scratch[kLineThreads];
+  __shared__ Extreme<C> scratch[kWarp];
   const ExtremeCombine<kMax> combine;
   for (int64_t line = blockIdx.x; line < lines.numel; line += gridDim.x) {
     int64_t offset[2];
@@ -147,7 +141,7 @@ __global__ void ExtremeLinesBlock(StridedIndexer<2> lines, const T* in,
       best =
           combine(best, Extreme<C>{ToCompute(in[offset[1] + k * stride]), k});
     }
-    best = BlockReduce(best, scratch, combine);
+    best = BlockAllReduce(best, scratch, combine);
     if (threadIdx.x == 0) WriteExtreme<T>(best, values, indices, offset[0]);
   }
 }
@@ -205,7 +199,7 @@ __global__ void PartialLinesKernel(StridedIndexer<2> lines, int64_t n,
                                    LineSplit split, State identity,
                                    Combine combine, Load load,
                                    State* partials) {
-  __shared__ State scratch[kLineThreads];
+  __shared__ State scratch[kWarp];
   const int64_t count = lines.numel * split.chunks;
   for (int64_t b = blockIdx.x; b < count; b += gridDim.x) {
     int64_t offset[2];
@@ -216,7 +210,7 @@ __global__ void PartialLinesKernel(StridedIndexer<2> lines, int64_t n,
     for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
       state = combine(state, load(offset[1], k));
     }
-    state = BlockReduce(state, scratch, combine);
+    state = BlockAllReduce(state, scratch, combine);
     if (threadIdx.x == 0) partials[b] = state;
   }
 }
@@ -353,7 +347,7 @@ void ReduceKernel(cudaStream_t stream, ReduceOp op, const TensorBase& out,
         case ReduceOp::kSum:
         case ReduceOp::kMean:
           return LaunchSplitLines(
-              stream, device, lines, n, split, SumType<T>{0}, SumCombine{},
+              stream, device, lines, n, split, SumType<T>{0}, AddCombine{},
               SumLoad<T>{input, stride},
               SumFinish<T>{values, n, op == ReduceOp::kMean});
         case ReduceOp::kMax:
