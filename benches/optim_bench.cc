@@ -25,6 +25,11 @@
 //   BM_SgdMomentumStep/L/W  the same for SGD with momentum (5x the bytes:
 //                         param, grad, buffer read; param, buffer written;
 //                         peer torch.optim.SGD(lr=0.01, momentum=0.9)).
+//   BM_RmsPropStep/L/W    RMSprop (5x the bytes: param, grad, square_avg
+//                         read; param, square_avg written; peer
+//                         torch.optim.RMSprop(lr=0.01)). Kindling's RMSprop
+//                         is written with tensor ops (optim/rules.h), not a
+//                         fused kernel: this measures what that costs.
 //
 //   tools/bazel run //benches:optim_bench -- --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
@@ -161,6 +166,16 @@ void BM_SgdMomentumStep(benchmark::State& state) {
               /*passes=*/5, "sgd_momentum_step");
 }
 BENCHMARK(BM_SgdMomentumStep)
+    ->Args({20, 2048})
+    ->Args({2, 64})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_RmsPropStep(benchmark::State& state) {
+  MeasureStep(state, *Optimizer::RmsProp({.lr = 0.01}), /*passes=*/5,
+              "rmsprop_step");
+}
+BENCHMARK(BM_RmsPropStep)
     ->Args({20, 2048})
     ->Args({2, 64})
     ->Unit(benchmark::kMillisecond)

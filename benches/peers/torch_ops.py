@@ -172,6 +172,10 @@ def _sgd_momentum(params):
     return _fastest(torch.optim.SGD, params, lr=0.01, momentum=0.9)
 
 
+def _rmsprop(params):
+    return _fastest(torch.optim.RMSprop, params, lr=0.01)
+
+
 # Ops built on first use: name -> zero-argument builder of the op. The
 # optimizer steps use each torch's fastest CPU implementation (_fastest).
 _LAZY = {
@@ -179,6 +183,8 @@ _LAZY = {
     "adam_step_2x64": lambda: _optimizer_op(_adam, 2, 64),
     "sgd_momentum_step_20x2048": lambda: _optimizer_op(_sgd_momentum, 20, 2048),
     "sgd_momentum_step_2x64": lambda: _optimizer_op(_sgd_momentum, 2, 64),
+    "rmsprop_step_20x2048": lambda: _optimizer_op(_rmsprop, 20, 2048),
+    "rmsprop_step_2x64": lambda: _optimizer_op(_rmsprop, 2, 64),
     "mlp_forward": lambda: _mlp_ops()["mlp_forward"],
     "mlp_forward_backward": lambda: _mlp_ops()["mlp_forward_backward"],
 }

@@ -42,6 +42,10 @@ CASES = {
     "adam_amsgrad": (torch.optim.Adam, dict(lr=0.05, amsgrad=True, eps=1e-6)),
     "adamw_default": (torch.optim.AdamW, dict(lr=0.05)),
     "adamw_amsgrad": (torch.optim.AdamW, dict(lr=0.05, weight_decay=0.1, amsgrad=True)),
+    "rmsprop_default": (torch.optim.RMSprop, dict()),
+    "rmsprop_weight_decay": (torch.optim.RMSprop, dict(lr=0.02, eps=1e-6, weight_decay=0.1)),
+    "rmsprop_momentum_centered": (torch.optim.RMSprop, dict(
+        lr=0.01, alpha=0.9, momentum=0.8, centered=True, weight_decay=0.05)),
 }
 
 

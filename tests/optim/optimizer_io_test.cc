@@ -134,6 +134,23 @@ TEST(OptimizerIoTest, ResumeIsBitExactSgdNesterov) {
       "sgd");
 }
 
+TEST(OptimizerIoTest, ResumeIsBitExactRmsPropCenteredWithMomentum) {
+  ExpectBitExactResume(
+      [] {
+        return Optimizer::RmsProp({.lr = 0.01,
+                                   .weight_decay = 0.01,
+                                   .momentum = 0.5,
+                                   .centered = true});
+      },
+      "rmsprop");
+}
+
+TEST(OptimizerIoTest, ResumeIsBitExactLion) {
+  ExpectBitExactResume(
+      [] { return Optimizer::Lion({.lr = 0.003, .weight_decay = 0.1}); },
+      "lion");
+}
+
 TEST(OptimizerIoTest, LoadRestoresHyperParametersAndGroups) {
   optimtest::Net model = optimtest::MakeNet();
   absl::StatusOr<Optimizer> saved =
@@ -301,10 +318,12 @@ auto SetMeta(const std::string& key, const std::string& value) {
 }
 void KeepMeta(std::vector<std::pair<std::string, std::string>>&) {}
 
+// A rule name no built-in rule has (a user's rule, or a corrupt file).
 TEST_F(LoadErrorTest, UnknownOptimizerType) {
-  const std::string path = TempPath("lion.safetensors");
-  Rewrite(good_, path, SetMeta("kindling.optim.type", "lion"), "", false);
-  ExpectFailure(path, "unknown optimizer type `lion`");
+  const std::string path = TempPath("mystery.safetensors");
+  Rewrite(good_, path, SetMeta("kindling.optim.type", "mystery"), "", false);
+  ExpectFailure(path,
+                "the file holds `mystery` state but this optimizer is `adam`");
 }
 
 TEST_F(LoadErrorTest, OtherOptimizerType) {

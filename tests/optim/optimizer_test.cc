@@ -4,9 +4,12 @@
 #include "kindling/optim/optimizer.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -15,6 +18,9 @@
 #include "kindling/autodiff/gradients.h"
 #include "kindling/module/erased.h"
 #include "kindling/optim/clip.h"
+#include "kindling/optim/update_rule.h"
+#include "kindling/tensor/elementwise_ops.h"
+#include "kindling/tensor/grad_mode.h"
 #include "kindling/tensor/memory_stats.h"
 #include "tests/optim/optim_test_modules.kindling.h"
 
@@ -143,7 +149,7 @@ TEST(OptimizerStepTest, NoTensorAllocationAfterTheFirstStep) {
       ASSERT_TRUE(optimizer->Step(model, grads[step]).ok());
     }
     EXPECT_EQ(0, kindling::GetMemoryStats(Device::Cpu()).allocation_count)
-        << kindling::OptimizerTypeName(optimizer->type());
+        << optimizer->type();
     EXPECT_EQ(fc1_storage, model.fc1.weight->base().data()) << "in place";
   }
 }
@@ -285,6 +291,10 @@ TEST(OptimizerOptionsTest, InvalidHyperParametersAreRejected) {
               HasSubstr("lr -1 must be >= 0"));
   EXPECT_THAT(Optimizer::Sgd({.nesterov = true}).status().message(),
               HasSubstr("nesterov requires momentum > 0"));
+  EXPECT_THAT(Optimizer::RmsProp({.alpha = -1}).status().message(),
+              HasSubstr("Optimizer::rmsprop: alpha -1 must be >= 0"));
+  EXPECT_THAT(Optimizer::Lion({.betas = {1.0, 0.99}}).status().message(),
+              HasSubstr("Optimizer::lion: betas[0] 1 must be in [0, 1)"));
   EXPECT_THAT(
       Optimizer::AdamW({}, {{.pattern = "(unclosed"}}).status().message(),
       HasSubstr("pattern `(unclosed` is not a valid regular expression"));
@@ -303,6 +313,97 @@ TEST(OptimizerOptionsTest, DefaultsArePyTorchs) {
   EXPECT_EQ(0.0, sgd.momentum);
   EXPECT_EQ(0.0, sgd.dampening);
   EXPECT_FALSE(sgd.nesterov);
+  const kindling::RmsPropOptions rmsprop;
+  EXPECT_EQ(1e-2, rmsprop.lr);
+  EXPECT_EQ(0.99, rmsprop.alpha);
+  EXPECT_EQ(1e-8, rmsprop.eps);
+  EXPECT_EQ(0.0, rmsprop.momentum);
+  EXPECT_FALSE(rmsprop.centered);
+  // Lion's paper: lr 1e-4, betas (0.9, 0.99).
+  const kindling::LionOptions lion;
+  EXPECT_EQ(1e-4, lion.lr);
+  EXPECT_EQ(0.9, lion.betas.first);
+  EXPECT_EQ(0.99, lion.betas.second);
+}
+
+// --- A rule of the user's own (the example in update_rule.h) ----------------
+
+class SignSgd final : public kindling::UpdateRule {
+ public:
+  explicit SignSgd(double lr) : lr_(lr) {}
+  std::string_view name() const override { return "sign_sgd"; }
+  double lr() const override { return lr_; }
+  double weight_decay() const override { return 0; }
+  std::vector<std::string_view> StateNames() const override { return {}; }
+  void Validate(std::vector<std::string>& errors) const override {
+    kindling::CheckHyperRange(errors, "lr", lr_, 0);
+  }
+  void WriteHyper(kindling::HyperWriter& out) const override {
+    out.Double("lr", lr_);
+  }
+  std::shared_ptr<const UpdateRule> ReadHyper(
+      kindling::HyperReader& in) const override {
+    return std::make_shared<SignSgd>(in.Double("lr"));
+  }
+  void Update(const kindling::UpdateContext& context,
+              kindling::TensorBase& param, const kindling::TensorBase& grad,
+              std::span<kindling::TensorBase> state) const override;
+
+ private:
+  double lr_;
+};
+
+// param -= lr * sign(grad), with tensor ops under no-grad.
+void SignSgd::Update(const kindling::UpdateContext& context,
+                     kindling::TensorBase& param,
+                     const kindling::TensorBase& grad,
+                     std::span<kindling::TensorBase> state) const {
+  using kindling::BinaryOp;
+  kindling::NoGradGuard no_grad;
+  const TensorBase up =
+      kindling::ops::BinaryScalar(BinaryOp::kGreater, grad, 0).To(grad.dtype());
+  const TensorBase down =
+      kindling::ops::BinaryScalar(BinaryOp::kLess, grad, 0).To(grad.dtype());
+  kindling::ops::BinaryInPlace(
+      BinaryOp::kAdd, param,
+      kindling::ops::BinaryScalar(
+          BinaryOp::kMul, kindling::ops::Binary(BinaryOp::kSub, up, down),
+          -context.lr));
+}
+
+TEST(UserRuleTest, StepsValidatesSavesAndLoads) {
+  EXPECT_THAT(
+      Optimizer::FromRule(std::make_shared<SignSgd>(-1)).status().message(),
+      HasSubstr("Optimizer::sign_sgd: lr -1 must be >= 0"));
+
+  optimtest::Vector model{ParamFrom<1>({1.0f, 1.0f, 1.0f}, {3})};
+  absl::StatusOr<Optimizer> optimizer =
+      Optimizer::FromRule(std::make_shared<SignSgd>(0.25));
+  ASSERT_TRUE(optimizer.ok()) << optimizer.status();
+  EXPECT_EQ("sign_sgd", optimizer->type());
+  Gradients grads;
+  grads.Set(model.weight.id(),
+            Tensor<1>::FromData({3.0f, -0.5f, 0.0f}, {3}).base());
+  ASSERT_TRUE(optimizer->Step(model, grads).ok());
+  EXPECT_EQ((std::vector<float>{0.75f, 1.25f, 1.0f}), Values(*model.weight));
+
+  const std::string path =
+      std::string(std::getenv("TEST_TMPDIR")) + "/sign_sgd.safetensors";
+  ASSERT_TRUE(optimizer->Save(model, path).ok());
+  // Load restores the saved lr into a rule made with another one.
+  absl::StatusOr<Optimizer> loaded =
+      Optimizer::FromRule(std::make_shared<SignSgd>(9.0));
+  ASSERT_TRUE(loaded.ok());
+  absl::Status status = loaded->Load(model, path);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(0.25, loaded->rule().lr());
+  EXPECT_EQ(1, loaded->step_count());
+  // Another rule refuses the file, naming both.
+  absl::StatusOr<Optimizer> adam = Optimizer::Adam({});
+  ASSERT_TRUE(adam.ok());
+  EXPECT_THAT(adam->Load(model, path).message(),
+              HasSubstr("the file holds `sign_sgd` state but this optimizer "
+                        "is `adam`"));
 }
 
 TEST(ClipTest, BadArgumentsAreErrorsAndLeaveGradientsAlone) {

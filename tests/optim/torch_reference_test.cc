@@ -113,13 +113,34 @@ absl::StatusOr<Optimizer> MakeCase(const std::string& name) {
   if (name == "adamw_amsgrad") {
     return Optimizer::AdamW({.lr = 0.05, .weight_decay = 0.1, .amsgrad = true});
   }
+  if (name == "rmsprop_default") return Optimizer::RmsProp({});
+  if (name == "rmsprop_weight_decay") {
+    return Optimizer::RmsProp({.lr = 0.02, .eps = 1e-6, .weight_decay = 0.1});
+  }
+  if (name == "rmsprop_momentum_centered") {
+    return Optimizer::RmsProp({.lr = 0.01,
+                               .alpha = 0.9,
+                               .weight_decay = 0.05,
+                               .momentum = 0.8,
+                               .centered = true});
+  }
   return absl::NotFoundError(name);
 }
 
-const char* const kCases[] = {
-    "sgd_plain",        "sgd_momentum",  "sgd_dampening", "sgd_nesterov",
-    "sgd_weight_decay", "adam_default",  "adam_lr",       "adam_weight_decay",
-    "adam_amsgrad",     "adamw_default", "adamw_amsgrad"};
+const char* const kCases[] = {"sgd_plain",
+                              "sgd_momentum",
+                              "sgd_dampening",
+                              "sgd_nesterov",
+                              "sgd_weight_decay",
+                              "adam_default",
+                              "adam_lr",
+                              "adam_weight_decay",
+                              "adam_amsgrad",
+                              "adamw_default",
+                              "adamw_amsgrad",
+                              "rmsprop_default",
+                              "rmsprop_weight_decay",
+                              "rmsprop_momentum_centered"};
 
 class TrajectoryTest : public ::testing::TestWithParam<const char*> {};
 
@@ -151,6 +172,83 @@ TEST_P(TrajectoryTest, MatchesPyTorchStepByStep) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, TrajectoryTest, ::testing::ValuesIn(kCases));
+
+// Lion has no PyTorch 1.13 implementation: its reference is the paper's
+// Algorithm 2, written here in f32 with each operation rounded once, in the
+// order lion_rule.cc applies them, over the same parameter and gradients
+// as the PyTorch cases.
+std::vector<float> ReferenceLion(std::vector<float> param,
+                                 const std::vector<float>& grads, int64_t steps,
+                                 float lr, float beta1, float beta2,
+                                 float weight_decay) {
+  const int64_t n = static_cast<int64_t>(param.size());
+  std::vector<float> exp_avg(n, 0.0f);
+  std::vector<float> trajectory = param;
+  for (int64_t step = 0; step < steps; ++step) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = grads[step * n + i];
+      const float c = exp_avg[i] * beta1 + g * (1.0f - beta1);
+      const float sign = c > 0 ? 1.0f : (c < 0 ? -1.0f : 0.0f);
+      if (weight_decay != 0) param[i] *= 1.0f - lr * weight_decay;
+      param[i] += sign * -lr;
+      exp_avg[i] = exp_avg[i] * beta2 + g * (1.0f - beta2);
+    }
+    trajectory.insert(trajectory.end(), param.begin(), param.end());
+  }
+  return trajectory;
+}
+
+TEST(LionTest, MatchesTheReferenceStepByStep) {
+  Reference reference;
+  const std::vector<float> param0 = reference.Floats("traj.param0");
+  const std::vector<float> grads = reference.Floats("traj.grads");
+  const int64_t n = static_cast<int64_t>(param0.size());
+  const int64_t steps = reference.ShapeOf("traj.grads")[0];
+  struct Case {
+    kindling::LionOptions options;
+    const char* name;
+  };
+  const Case cases[] = {
+      {{}, "defaults"},
+      {{.lr = 0.01, .betas = {0.8, 0.95}, .weight_decay = 0.5}, "decay"},
+  };
+  for (const Case& c : cases) {
+    const std::vector<float> expected =
+        ReferenceLion(param0, grads, steps, static_cast<float>(c.options.lr),
+                      static_cast<float>(c.options.betas.first),
+                      static_cast<float>(c.options.betas.second),
+                      static_cast<float>(c.options.weight_decay));
+    optimtest::Vector model{optimtest::ParamFrom<1>(param0, {n})};
+    absl::StatusOr<Optimizer> optimizer = Optimizer::Lion(c.options);
+    ASSERT_TRUE(optimizer.ok()) << optimizer.status();
+    for (int64_t step = 0; step < steps; ++step) {
+      Gradients gradients;
+      std::vector<float> grad(grads.begin() + step * n,
+                              grads.begin() + (step + 1) * n);
+      gradients.Set(model.weight.id(), Tensor<1>::FromData(grad, {n}).base());
+      ASSERT_TRUE(optimizer->Step(model, gradients).ok());
+      std::vector<float> want(expected.begin() + (step + 1) * n,
+                              expected.begin() + (step + 2) * n);
+      ExpectClose(Widen(want), Widen(model.weight->to_data<float>()),
+                  std::string("lion ") + c.name + " after step " +
+                      std::to_string(step + 1));
+    }
+  }
+}
+
+// sign(0) is 0: a first step with a zero gradient (exp_avg starts at 0)
+// moves nothing but the weight decay.
+TEST(LionTest, ZeroInterpolationDoesNotMove) {
+  optimtest::Vector model{optimtest::ParamFrom<1>({1.0f, -2.0f}, {2})};
+  absl::StatusOr<Optimizer> optimizer =
+      Optimizer::Lion({.lr = 0.1, .weight_decay = 0.5});
+  ASSERT_TRUE(optimizer.ok());
+  Gradients gradients;
+  gradients.Set(model.weight.id(),
+                Tensor<1>::FromData({0.0f, 0.0f}, {2}).base());
+  ASSERT_TRUE(optimizer->Step(model, gradients).ok());
+  EXPECT_EQ((std::vector<float>{0.95f, -1.9f}), model.weight->to_data<float>());
+}
 
 TEST(LrScheduleTest, MatchesPyTorchSchedulers) {
   Reference reference;

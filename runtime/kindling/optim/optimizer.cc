@@ -1,7 +1,8 @@
 // Optimizer construction and stepping (save/load are in optimizer_io.cc).
 #include "kindling/optim/optimizer.h"
 
-#include <cmath>
+#include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kindling/core/check.h"
+#include "kindling/optim/rules.h"
 #include "kindling/tensor/backend.h"
 #include "kindling/tensor/dtype.h"
 
@@ -18,58 +20,19 @@ namespace kindling {
 
 using optim_internal::StepItem;
 
-std::string_view OptimizerTypeName(OptimizerType type) {
-  switch (type) {
-    case OptimizerType::kSgd:
-      return "sgd";
-    case OptimizerType::kAdam:
-      return "adam";
-    case OptimizerType::kAdamW:
-      return "adamw";
-  }
-  return "unknown";
-}
-
-namespace {
-
-// CheckRange() appends a message when `value` is outside [low, high) (or
-// [low, inf) when high is nullopt).
-void CheckRange(std::vector<std::string>& errors, const char* name,
-                double value, double low, std::optional<double> high) {
-  if (value >= low && (!high.has_value() || value < *high)) return;
-  errors.push_back(high.has_value()
-                       ? absl::StrCat(name, " ", value, " must be in [", low,
-                                      ", ", *high, ")")
-                       : absl::StrCat(name, " ", value, " must be >= ", low));
-}
-
-}  // namespace
-
-absl::StatusOr<Optimizer> Optimizer::Create(Hyper hyper,
-                                            std::vector<ParamGroup> groups) {
+absl::StatusOr<Optimizer> Optimizer::FromRule(
+    std::shared_ptr<const UpdateRule> rule, std::vector<ParamGroup> groups) {
+  KINDLING_CHECK(rule != nullptr, "Optimizer::FromRule: null rule");
   std::vector<std::string> errors;
-  CheckRange(errors, "lr", hyper.lr, 0, std::nullopt);
-  CheckRange(errors, "weight_decay", hyper.weight_decay, 0, std::nullopt);
-  if (hyper.type == OptimizerType::kSgd) {
-    CheckRange(errors, "momentum", hyper.momentum, 0, std::nullopt);
-    if (hyper.nesterov && (hyper.momentum <= 0 || hyper.dampening != 0)) {
-      errors.push_back(
-          "nesterov requires momentum > 0 and dampening == 0 (PyTorch's rule)");
-    }
-  } else {
-    CheckRange(errors, "betas[0]", hyper.beta1, 0, 1.0);
-    CheckRange(errors, "betas[1]", hyper.beta2, 0, 1.0);
-    CheckRange(errors, "eps", hyper.eps, 0, std::nullopt);
-  }
+  rule->Validate(errors);
   Optimizer optimizer;
   for (size_t i = 0; i < groups.size(); ++i) {
     ParamGroup& spec = groups[i];
     if (spec.lr.has_value()) {
-      CheckRange(errors, "group lr", *spec.lr, 0, std::nullopt);
+      CheckHyperRange(errors, "group lr", *spec.lr, 0);
     }
     if (spec.weight_decay.has_value()) {
-      CheckRange(errors, "group weight_decay", *spec.weight_decay, 0,
-                 std::nullopt);
+      CheckHyperRange(errors, "group weight_decay", *spec.weight_decay, 0);
     }
     try {
       std::regex regex(spec.pattern, std::regex::ECMAScript);
@@ -82,56 +45,36 @@ absl::StatusOr<Optimizer> Optimizer::Create(Hyper hyper,
   }
   if (!errors.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Optimizer::", std::string(OptimizerTypeName(hyper.type)),
-                     ": ", absl::StrJoin(errors, "; ")));
+        absl::StrCat("Optimizer::", std::string(rule->name()), ": ",
+                     absl::StrJoin(errors, "; ")));
   }
-  optimizer.hyper_ = hyper;
+  optimizer.rule_ = std::move(rule);
   return optimizer;
 }
 
 absl::StatusOr<Optimizer> Optimizer::Sgd(const SgdOptions& options,
                                          std::vector<ParamGroup> groups) {
-  Hyper hyper;
-  hyper.type = OptimizerType::kSgd;
-  hyper.lr = options.lr;
-  hyper.momentum = options.momentum;
-  hyper.dampening = options.dampening;
-  hyper.nesterov = options.nesterov;
-  hyper.weight_decay = options.weight_decay;
-  return Create(hyper, std::move(groups));
-}
-
-template <class AdamLikeOptions>
-Optimizer::Hyper Optimizer::AdamHyper(OptimizerType type,
-                                      const AdamLikeOptions& options) {
-  Hyper hyper;
-  hyper.type = type;
-  hyper.lr = options.lr;
-  hyper.beta1 = options.betas.first;
-  hyper.beta2 = options.betas.second;
-  hyper.eps = options.eps;
-  hyper.weight_decay = options.weight_decay;
-  hyper.amsgrad = options.amsgrad;
-  return hyper;
+  return FromRule(SgdRule(options), std::move(groups));
 }
 
 absl::StatusOr<Optimizer> Optimizer::Adam(const AdamOptions& options,
                                           std::vector<ParamGroup> groups) {
-  return Create(AdamHyper(OptimizerType::kAdam, options), std::move(groups));
+  return FromRule(AdamRule(options), std::move(groups));
 }
 
 absl::StatusOr<Optimizer> Optimizer::AdamW(const AdamWOptions& options,
                                            std::vector<ParamGroup> groups) {
-  return Create(AdamHyper(OptimizerType::kAdamW, options), std::move(groups));
+  return FromRule(AdamWRule(options), std::move(groups));
 }
 
-std::vector<std::string_view> Optimizer::StateNames(const Hyper& hyper) {
-  if (hyper.type == OptimizerType::kSgd) {
-    if (hyper.momentum == 0) return {};
-    return {"momentum_buffer"};
-  }
-  if (hyper.amsgrad) return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
-  return {"exp_avg", "exp_avg_sq"};
+absl::StatusOr<Optimizer> Optimizer::RmsProp(const RmsPropOptions& options,
+                                             std::vector<ParamGroup> groups) {
+  return FromRule(RmsPropRule(options), std::move(groups));
+}
+
+absl::StatusOr<Optimizer> Optimizer::Lion(const LionOptions& options,
+                                          std::vector<ParamGroup> groups) {
+  return FromRule(LionRule(options), std::move(groups));
 }
 
 size_t Optimizer::GroupOf(const std::vector<Group>& groups,
@@ -146,14 +89,14 @@ double Optimizer::GroupLr(size_t group) const {
   if (group < groups_.size() && groups_[group].spec.lr.has_value()) {
     return *groups_[group].spec.lr;
   }
-  return hyper_.lr;
+  return rule_->lr();
 }
 
 double Optimizer::GroupWeightDecay(size_t group) const {
   if (group < groups_.size() && groups_[group].spec.weight_decay.has_value()) {
     return *groups_[group].spec.weight_decay;
   }
-  return hyper_.weight_decay;
+  return rule_->weight_decay();
 }
 
 double Optimizer::LearningRate(std::string_view path) const {
@@ -164,8 +107,8 @@ const TensorBase* Optimizer::state_tensor(ParamId id,
                                           std::string_view name) const {
   auto it = states_.find(id);
   if (it == states_.end()) return nullptr;
-  const std::vector<std::string_view> names = StateNames(hyper_);
-  for (size_t i = 0; i < names.size(); ++i) {
+  const std::vector<std::string_view> names = rule_->StateNames();
+  for (size_t i = 0; i < names.size() && i < it->second.tensors.size(); ++i) {
     if (names[i] == name) return &it->second.tensors[i];
   }
   return nullptr;
@@ -182,7 +125,7 @@ void Optimizer::FollowDevice(ParamState& state, const Device& device) {
 absl::Status Optimizer::PrepareStep(std::vector<StepItem>& items) {
   std::vector<std::string> errors;
   absl::flat_hash_map<ParamId, size_t> first_field;
-  const size_t state_count = StateNames(hyper_).size();
+  const size_t state_count = rule_->StateNames().size();
   for (size_t i = 0; i < items.size(); ++i) {
     StepItem& item = items[i];
     auto [it, inserted] = first_field.try_emplace(item.id, i);
@@ -219,6 +162,13 @@ absl::Status Optimizer::PrepareStep(std::vector<StepItem>& items) {
           ") is a strided view; the fused update needs contiguous storage"));
     } else if (auto state = states_.find(item.id); state != states_.end()) {
       for (size_t s = 0; s < state_count; ++s) {
+        if (s >= state->second.tensors.size()) {
+          errors.push_back(absl::StrCat(
+              "the optimizer state of `", item.path, "` holds ",
+              state->second.tensors.size(), " tensors but `",
+              std::string(rule_->name()), "` keeps ", state_count));
+          break;
+        }
         const TensorBase& tensor = state->second.tensors[s];
         if (tensor.shape() != value.shape() ||
             tensor.dtype() != value.dtype()) {
@@ -250,7 +200,7 @@ absl::Status Optimizer::PrepareStep(std::vector<StepItem>& items) {
       TensorBase tensor = TensorBase::Empty(
           item.value.shape(), item.value.dtype(), item.value.device());
       GetBackend(tensor.device()).Fill(tensor, 0.0);
-      state.tensors[s] = std::move(tensor);
+      state.tensors.push_back(std::move(tensor));
     }
     states_.emplace(item.id, std::move(state));
   }
@@ -259,36 +209,15 @@ absl::Status Optimizer::PrepareStep(std::vector<StepItem>& items) {
 
 void Optimizer::UpdateOne(const StepItem& item, ParamState& state) {
   state.step += 1;
-  const double lr = schedule_.LearningRate(GroupLr(state.group), step_count_);
-  const double weight_decay = GroupWeightDecay(state.group);
+  UpdateContext context;
+  context.lr = schedule_.LearningRate(GroupLr(state.group), step_count_);
+  context.weight_decay = GroupWeightDecay(state.group);
+  context.step = state.step;
   // A strided gradient is packed once; the usual contiguous one is used as is.
   const TensorBase grad =
       item.grad.is_contiguous() ? item.grad : item.grad.Contiguous();
-  Backend& backend = GetBackend(item.value.device());
-  if (hyper_.type == OptimizerType::kSgd) {
-    Backend::SgdUpdateScalars scalars;
-    scalars.lr = lr;
-    scalars.momentum = hyper_.momentum;
-    scalars.dampening = hyper_.dampening;
-    scalars.weight_decay = weight_decay;
-    scalars.nesterov = hyper_.nesterov;
-    scalars.first_step = state.step == 1;
-    backend.SgdUpdate(item.value, grad, state.tensors[0], scalars);
-    return;
-  }
-  const double step = static_cast<double>(state.step);
-  Backend::AdamUpdateScalars scalars;
-  scalars.lr = lr;
-  scalars.beta1 = hyper_.beta1;
-  scalars.beta2 = hyper_.beta2;
-  scalars.eps = hyper_.eps;
-  scalars.weight_decay = weight_decay;
-  scalars.decoupled_weight_decay = hyper_.type == OptimizerType::kAdamW;
-  scalars.amsgrad = hyper_.amsgrad;
-  scalars.step_size = lr / (1 - std::pow(hyper_.beta1, step));
-  scalars.bias_correction2_sqrt = std::sqrt(1 - std::pow(hyper_.beta2, step));
-  backend.AdamUpdate(item.value, grad, state.tensors[0], state.tensors[1],
-                     state.tensors[2], scalars);
+  TensorBase param = item.value;
+  rule_->Update(context, param, grad, std::span<TensorBase>(state.tensors));
 }
 
 void Optimizer::ApplyStep(const std::vector<StepItem>& items) {

@@ -1,5 +1,6 @@
-// Optimizer: SGD, Adam and AdamW over a module's parameters, with state keyed
-// by ParamId, in-place fused updates and checkpointable state.
+// Optimizer: an update rule (SGD, Adam, AdamW, RMSprop, Lion, or one of your
+// own: update_rule.h) over a module's parameters, with state keyed by
+// ParamId, in-place updates and checkpointable state.
 //
 //   absl::StatusOr<kindling::Optimizer> optimizer = kindling::Optimizer::AdamW(
 //       {.lr = 3e-4, .weight_decay = 0.1},
@@ -11,8 +12,9 @@
 //   }
 //   KINDLING_RETURN_IF_ERROR(optimizer->Save(model, "optimizer.safetensors"));
 //
-// Numerics are PyTorch 1.13's (torch.optim.SGD/Adam/AdamW, foreach=False),
-// hyper-parameters have PyTorch's names and defaults (options.h).
+// Numerics are PyTorch 1.13's (torch.optim.SGD/Adam/AdamW/RMSprop,
+// foreach=False), hyper-parameters have PyTorch's names and defaults
+// (options.h); Lion follows its paper.
 //
 // Step(model, grads):
 //   * visits each distinct parameter once: tied fields (copies of one Param,
@@ -22,9 +24,11 @@
 //   * creates a parameter's state on its first step, zero-filled, on the
 //     parameter's device with its dtype; state made on another device (the
 //     model moved since, or was loaded elsewhere) follows the parameter to
-//     its device before the update. That is the only allocation: later
-//     steps run one fused kernel per tensor (Backend::SgdUpdate/AdamUpdate)
-//     writing the parameter's own storage, and allocate no tensor;
+//     its device before the update. For SGD and Adam/AdamW that is the only
+//     allocation: later steps run one fused kernel per tensor
+//     (Backend::SgdUpdate/AdamUpdate) writing the parameter's own storage,
+//     and allocate no tensor (RMSprop and Lion use tensor ops and allocate
+//     temporaries: rules.h);
 //   * writes in place. A parameter whose storage is read-only (borrowed from
 //     a read-only mapping) first gets a private copy, assigned back into
 //     `model` (every tied field gets the same Param);
@@ -53,8 +57,8 @@
 #define KINDLING_OPTIM_OPTIMIZER_H_
 
 #include <any>
-#include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <string>
@@ -74,17 +78,12 @@
 #include "kindling/module/walk.h"
 #include "kindling/optim/lr_schedule.h"
 #include "kindling/optim/options.h"
+#include "kindling/optim/update_rule.h"
 #include "kindling/record/options.h"
 #include "kindling/tensor/tensor.h"
 #include "kindling/tensor/tensor_base.h"
 
 namespace kindling {
-
-// OptimizerType: which update rule an Optimizer runs.
-enum class OptimizerType { kSgd, kAdam, kAdamW };
-
-// OptimizerTypeName() is "sgd", "adam" or "adamw" (as saved).
-std::string_view OptimizerTypeName(OptimizerType type);
 
 // OptimizerLoadOptions: how Load() matches saved state to parameters whose
 // ParamId is not in the model (e.g. a model initialized afresh).
@@ -121,18 +120,30 @@ struct LoadTarget {
 
 class Optimizer {
  public:
-  // The factories return InvalidArgument for a negative lr, eps or
-  // weight_decay, betas or momentum outside [0, 1), nesterov without
-  // momentum or with dampening, and a group pattern that is not a valid
-  // regular expression.
+  // The factories return InvalidArgument for a negative lr, eps, alpha or
+  // weight_decay, betas outside [0, 1), a negative momentum, nesterov
+  // without momentum or with dampening, and a group pattern that is not a
+  // valid regular expression.
   [[nodiscard]] static absl::StatusOr<Optimizer> Sgd(
       const SgdOptions& options, std::vector<ParamGroup> groups = {});
   [[nodiscard]] static absl::StatusOr<Optimizer> Adam(
       const AdamOptions& options, std::vector<ParamGroup> groups = {});
   [[nodiscard]] static absl::StatusOr<Optimizer> AdamW(
       const AdamWOptions& options, std::vector<ParamGroup> groups = {});
+  [[nodiscard]] static absl::StatusOr<Optimizer> RmsProp(
+      const RmsPropOptions& options, std::vector<ParamGroup> groups = {});
+  [[nodiscard]] static absl::StatusOr<Optimizer> Lion(
+      const LionOptions& options, std::vector<ParamGroup> groups = {});
+  // FromRule(): any rule, e.g. one of your own (update_rule.h); its
+  // Validate() messages come back as InvalidArgument.
+  [[nodiscard]] static absl::StatusOr<Optimizer> FromRule(
+      std::shared_ptr<const UpdateRule> rule,
+      std::vector<ParamGroup> groups = {});
 
-  OptimizerType type() const { return hyper_.type; }
+  // type() is the rule's name ("sgd", "adam", "adamw", "rmsprop", "lion"),
+  // as saved.
+  std::string_view type() const { return rule_->name(); }
+  const UpdateRule& rule() const { return *rule_; }
 
   // step_count() is how many times Step() has succeeded.
   int64_t step_count() const { return step_count_; }
@@ -146,8 +157,8 @@ class Optimizer {
   // has_state() is true once parameter `id` has been stepped (or loaded).
   bool has_state(ParamId id) const { return states_.contains(id); }
 
-  // state_tensor() is the named state tensor of `id` ("exp_avg",
-  // "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer"), or null.
+  // state_tensor() is the named state tensor of `id` (one of the rule's
+  // StateNames(): "exp_avg", "momentum_buffer", ...), or null.
   const TensorBase* state_tensor(ParamId id, std::string_view name) const;
 
   // Step() updates every parameter of `model` that has a gradient in `grads`
@@ -168,20 +179,6 @@ class Optimizer {
 
   // --- Implementation details follow -----------------------------------------
 
-  // The hyper-parameters of all three types in one record (what Save writes).
-  struct Hyper {
-    OptimizerType type = OptimizerType::kSgd;
-    double lr = 1e-3;
-    double momentum = 0;
-    double dampening = 0;
-    bool nesterov = false;
-    double beta1 = 0.9;
-    double beta2 = 0.999;
-    double eps = 1e-8;
-    double weight_decay = 0;
-    bool amsgrad = false;
-  };
-
   // A ParamGroup with its compiled pattern.
   struct Group {
     ParamGroup spec;
@@ -189,27 +186,16 @@ class Optimizer {
   };
 
   // One parameter's state: its own step count (PyTorch's state['step']), its
-  // group (index into groups_, groups_.size() for the default) and up to
-  // three tensors, named by StateNames().
+  // group (index into groups_, groups_.size() for the default) and the
+  // tensors the rule's StateNames() name.
   struct ParamState {
     int64_t step = 0;
     size_t group = 0;
-    std::array<TensorBase, 3> tensors;
+    std::vector<TensorBase> tensors;
   };
 
  private:
   Optimizer() = default;
-
-  [[nodiscard]] static absl::StatusOr<Optimizer> Create(
-      Hyper hyper, std::vector<ParamGroup> groups);
-
-  // AdamHyper() is the Hyper of Adam or AdamW (`type`) from their options,
-  // which share every field name.
-  template <class AdamLikeOptions>
-  static Hyper AdamHyper(OptimizerType type, const AdamLikeOptions& options);
-
-  // The state tensors `hyper` keeps per parameter, in order.
-  static std::vector<std::string_view> StateNames(const Hyper& hyper);
 
   // Index of the group of `path` in `groups`.
   static size_t GroupOf(const std::vector<Group>& groups,
@@ -237,7 +223,7 @@ class Optimizer {
       const std::vector<optim_internal::LoadTarget>& targets,
       const std::string& path, const OptimizerLoadOptions& options);
 
-  Hyper hyper_;
+  std::shared_ptr<const UpdateRule> rule_;
   std::vector<Group> groups_;
   LrSchedule schedule_ = LrSchedule::Constant();
   int64_t step_count_ = 0;

@@ -47,14 +47,6 @@ std::string FormatDouble(double value) {
   return absl::StrFormat("%.17g", value);
 }
 
-std::optional<OptimizerType> ParseOptimizerType(std::string_view name) {
-  for (OptimizerType type :
-       {OptimizerType::kSgd, OptimizerType::kAdam, OptimizerType::kAdamW}) {
-    if (OptimizerTypeName(type) == name) return type;
-  }
-  return std::nullopt;
-}
-
 // MetadataReader: typed reads of a header's metadata that collect errors.
 class MetadataReader {
  public:
@@ -131,19 +123,15 @@ absl::Status Optimizer::SaveState(
     const std::string& path) const {
   std::vector<std::pair<std::string, std::string>> metadata = {
       {kFormatVersionKey, kFormatVersion},
-      {kTypeKey, std::string(std::string(OptimizerTypeName(hyper_.type)))},
+      {kTypeKey, std::string(rule_->name())},
       {kStepCountKey, absl::StrCat(step_count_)},
-      {HyperKey("lr"), FormatDouble(hyper_.lr)},
-      {HyperKey("momentum"), FormatDouble(hyper_.momentum)},
-      {HyperKey("dampening"), FormatDouble(hyper_.dampening)},
-      {HyperKey("nesterov"), hyper_.nesterov ? "true" : "false"},
-      {HyperKey("beta1"), FormatDouble(hyper_.beta1)},
-      {HyperKey("beta2"), FormatDouble(hyper_.beta2)},
-      {HyperKey("eps"), FormatDouble(hyper_.eps)},
-      {HyperKey("weight_decay"), FormatDouble(hyper_.weight_decay)},
-      {HyperKey("amsgrad"), hyper_.amsgrad ? "true" : "false"},
       {kGroupCountKey, absl::StrCat(groups_.size())},
   };
+  HyperWriter hyper;
+  rule_->WriteHyper(hyper);
+  for (const auto& [name, text] : hyper.entries()) {
+    metadata.emplace_back(HyperKey(name), text);
+  }
   for (size_t g = 0; g < groups_.size(); ++g) {
     const ParamGroup& spec = groups_[g].spec;
     metadata.emplace_back(GroupKey(g, "pattern"), spec.pattern);
@@ -155,7 +143,7 @@ absl::Status Optimizer::SaveState(
   }
   // One entry per stepped parameter, under its first path (tied fields share
   // one state).
-  const std::vector<std::string_view> names = StateNames(hyper_);
+  const std::vector<std::string_view> names = rule_->StateNames();
   std::vector<record::TensorSpec> specs;
   absl::flat_hash_map<std::string, const TensorBase*> tensors;
   absl::flat_hash_set<ParamId> saved;
@@ -216,30 +204,20 @@ absl::Status Optimizer::LoadState(const std::vector<LoadTarget>& targets,
                               " is not supported (this build reads ",
                               kFormatVersion, ")")});
   }
-  const std::optional<OptimizerType> type = ParseOptimizerType(*type_name);
-  if (!type.has_value()) {
-    return fail({absl::StrCat("unknown optimizer type `", *type_name,
-                              "` (known: sgd, adam, adamw)")});
-  }
-  if (*type != hyper_.type) {
-    return fail({absl::StrCat(
-        "the file holds `", *type_name, "` state but this optimizer is `",
-        std::string(OptimizerTypeName(hyper_.type)), "`")});
+  if (*type_name != rule_->name()) {
+    return fail({absl::StrCat("the file holds `", *type_name,
+                              "` state but this optimizer is `",
+                              std::string(rule_->name()), "`")});
   }
 
   // Hyper-parameters and groups, as PyTorch's load_state_dict restores
-  // param_groups.
-  Hyper hyper;
-  hyper.type = *type;
-  hyper.lr = meta.Double(HyperKey("lr"));
-  hyper.momentum = meta.Double(HyperKey("momentum"));
-  hyper.dampening = meta.Double(HyperKey("dampening"));
-  hyper.nesterov = meta.Bool(HyperKey("nesterov"));
-  hyper.beta1 = meta.Double(HyperKey("beta1"));
-  hyper.beta2 = meta.Double(HyperKey("beta2"));
-  hyper.eps = meta.Double(HyperKey("eps"));
-  hyper.weight_decay = meta.Double(HyperKey("weight_decay"));
-  hyper.amsgrad = meta.Bool(HyperKey("amsgrad"));
+  // param_groups. (Files from before update rules hold every rule's keys;
+  // each rule reads its own.)
+  HyperReader hyper([&](std::string_view name) {
+    return header.FindMetadata(HyperKey(name));
+  });
+  std::shared_ptr<const UpdateRule> rule = rule_->ReadHyper(hyper);
+  errors.insert(errors.end(), hyper.errors().begin(), hyper.errors().end());
   const int64_t step_count = meta.Int(kStepCountKey);
   // A sane bound, so that a corrupt count cannot allocate without limit.
   constexpr int64_t kMaxGroups = 4096;
@@ -258,7 +236,8 @@ absl::Status Optimizer::LoadState(const std::vector<LoadTarget>& targets,
         meta.OptionalDouble(GroupKey(g, "weight_decay"));
   }
   if (!errors.empty()) return fail(errors);
-  absl::StatusOr<Optimizer> restored = Create(hyper, std::move(group_specs));
+  absl::StatusOr<Optimizer> restored =
+      FromRule(std::move(rule), std::move(group_specs));
   if (!restored.ok()) {
     return fail({std::string(restored.status().message())});
   }
@@ -278,7 +257,7 @@ absl::Status Optimizer::LoadState(const std::vector<LoadTarget>& targets,
   std::vector<Planned> plans;
   absl::flat_hash_set<std::string> used_keys;
   absl::flat_hash_set<ParamId> matched;
-  const std::vector<std::string_view> names = StateNames(hyper);
+  const std::vector<std::string_view> names = restored->rule_->StateNames();
   for (const auto& [key, value] : header.metadata()) {
     if (!absl::StartsWith(key, kParamIdPrefix)) continue;
     const std::string saved_path =
@@ -352,11 +331,11 @@ absl::Status Optimizer::LoadState(const std::vector<LoadTarget>& targets,
           file, *plan.infos[s], plan.target->dtype, plan.target->device);
       if (!tensor.ok()) return tensor.status();
       tensor->MakeWritable();
-      state.tensors[s] = *std::move(tensor);
+      state.tensors.push_back(*std::move(tensor));
     }
     states.emplace(plan.target->id, std::move(state));
   }
-  hyper_ = restored->hyper_;
+  rule_ = restored->rule_;
   groups_ = std::move(restored->groups_);
   step_count_ = step_count;
   states_ = std::move(states);

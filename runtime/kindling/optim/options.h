@@ -46,6 +46,27 @@ struct AdamWOptions {
   bool amsgrad = false;
 };
 
+// RmsPropOptions: torch.optim.RMSprop. centered divides by the variance
+// estimate (square_avg - grad_avg^2) instead of the uncentered one.
+struct RmsPropOptions {
+  double lr = 1e-2;
+  double alpha = 0.99;
+  double eps = 1e-8;
+  double weight_decay = 0;
+  double momentum = 0;
+  bool centered = false;
+};
+
+// LionOptions: Lion (Chen et al., 2023). The step is lr * sign(beta1 * m +
+// (1 - beta1) * grad) with decoupled weight decay (param *= 1 - lr *
+// weight_decay); m then moves to beta2 * m + (1 - beta2) * grad. The paper
+// advises an lr 3-10x below AdamW's and a weight decay 3-10x above it.
+struct LionOptions {
+  double lr = 1e-4;
+  std::pair<double, double> betas = {0.9, 0.99};
+  double weight_decay = 0;
+};
+
 // ParamGroup: parameters whose dotted path matches `pattern` (an ECMAScript
 // regular expression that must match the whole path, std::regex_match) use
 // this group's lr and weight_decay where set, the optimizer's otherwise. The
