@@ -129,7 +129,7 @@ TEST(OptimizerStepTest, StateIsCreatedLazilyWithTheParamsDtype) {
 }
 
 // Every optimizer configuration allocates its state on the first step and
-// nothing after it.
+// nothing after it (RMSprop and Lion through their fused CPU kernels).
 TEST(OptimizerStepTest, NoTensorAllocationAfterTheFirstStep) {
   std::vector<absl::StatusOr<Optimizer>> optimizers;
   optimizers.push_back(Optimizer::Sgd({.lr = 0.1}));
@@ -137,6 +137,10 @@ TEST(OptimizerStepTest, NoTensorAllocationAfterTheFirstStep) {
       Optimizer::Sgd({.lr = 0.1, .momentum = 0.9, .nesterov = true}));
   optimizers.push_back(Optimizer::Adam({.weight_decay = 0.1}));
   optimizers.push_back(Optimizer::AdamW({.amsgrad = true}));
+  optimizers.push_back(Optimizer::RmsProp(
+      {.weight_decay = 0.1, .momentum = 0.9, .centered = true}));
+  optimizers.push_back(Optimizer::RmsProp({}));
+  optimizers.push_back(Optimizer::Lion({.weight_decay = 0.1}));
   for (auto& optimizer : optimizers) {
     ASSERT_TRUE(optimizer.ok());
     optimtest::Net model = optimtest::MakeNet();
@@ -324,6 +328,50 @@ TEST(OptimizerOptionsTest, DefaultsArePyTorchs) {
   EXPECT_EQ(1e-4, lion.lr);
   EXPECT_EQ(0.9, lion.betas.first);
   EXPECT_EQ(0.99, lion.betas.second);
+}
+
+// The fused CPU kernels and the tensor-op path (what a device without a
+// kernel runs: the fake cuda device has none) take the same steps, within
+// rounding (the kernel may fuse a multiply-add).
+TEST(OptimizerStepTest, FusedKernelsAgreeWithTheTensorOpPath) {
+  const auto make = [](int which) {
+    switch (which) {
+      case 0:
+        return Optimizer::RmsProp({});
+      case 1:
+        return Optimizer::RmsProp({.lr = 0.01,
+                                   .alpha = 0.9,
+                                   .weight_decay = 0.05,
+                                   .momentum = 0.8,
+                                   .centered = true});
+      default:
+        return Optimizer::Lion({.lr = 0.01, .weight_decay = 0.5});
+    }
+  };
+  for (int which = 0; which < 3; ++which) {
+    optimtest::Vector cpu{ParamFrom<1>(Ramp(257, 0.5f, 0.01f), {257})};
+    optimtest::Vector device{Param<Tensor<1>>::Initialized(
+        ParamId::New(),
+        cpu.weight->to_device(Device::Cuda(0)).set_require_grad(true))};
+    absl::StatusOr<Optimizer> cpu_optimizer = make(which);
+    absl::StatusOr<Optimizer> device_optimizer = make(which);
+    ASSERT_TRUE(cpu_optimizer.ok() && device_optimizer.ok());
+    for (int step = 0; step < 6; ++step) {
+      ASSERT_TRUE(cpu_optimizer->Step(cpu, GradsFor(cpu, step)).ok());
+      Gradients grads;
+      GradsFor(cpu, step).ForEach([&](ParamId, const TensorBase& grad) {
+        grads.Set(device.weight.id(), grad.ToDevice(Device::Cuda(0)));
+      });
+      ASSERT_TRUE(device_optimizer->Step(device, grads).ok());
+    }
+    const std::vector<float> fused = Values(*cpu.weight);
+    const std::vector<float> tensor_ops =
+        Values(device.weight->to_device(Device::Cpu()));
+    for (size_t i = 0; i < fused.size(); ++i) {
+      EXPECT_NEAR(fused[i], tensor_ops[i], 1e-6 * std::fabs(fused[i]) + 1e-7)
+          << cpu_optimizer->type() << " case " << which << " element " << i;
+    }
+  }
 }
 
 // --- A rule of the user's own (the example in update_rule.h) ----------------

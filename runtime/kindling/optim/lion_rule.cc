@@ -1,18 +1,22 @@
 // Lion (Chen et al., 2023, "Symbolic Discovery of Optimization Algorithms",
-// Algorithm 2), written with tensor ops:
+// Algorithm 2):
 //
 //   param *= 1 - lr * weight_decay
 //   param -= lr * sign(beta1 * exp_avg + (1 - beta1) * grad)
 //   exp_avg = beta2 * exp_avg + (1 - beta2) * grad
 //
 // sign(0) is 0, as torch.sign's, so a coordinate whose interpolation is
-// exactly zero does not move.
+// exactly zero does not move. A device's fused kernel (fused_update.h; the
+// CPU's in optim/cpu/) runs it in one pass; without one, or for a dtype the
+// kernel lacks, tensor ops do.
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "kindling/optim/fused_steps.h"
+#include "kindling/optim/fused_update.h"
 #include "kindling/optim/rules.h"
 #include "kindling/tensor/backend.h"
 #include "kindling/tensor/elementwise_ops.h"
@@ -66,6 +70,16 @@ class Lion final : public UpdateRule {
   void Update(const UpdateContext& context, TensorBase& param,
               const TensorBase& grad,
               std::span<TensorBase> state) const override {
+    const LionStep step{context.lr, options_.betas.first, options_.betas.second,
+                        context.weight_decay};
+    if (FusedUpdates<LionStep>::Run(step, param, grad, state)) return;
+    UpdateWithTensorOps(context, param, grad, state);
+  }
+
+ private:
+  void UpdateWithTensorOps(const UpdateContext& context, TensorBase& param,
+                           const TensorBase& grad,
+                           std::span<TensorBase> state) const {
     NoGradGuard no_grad;
     const auto [beta1, beta2] = options_.betas;
     TensorBase& exp_avg = state[0];
@@ -84,7 +98,6 @@ class Lion final : public UpdateRule {
                        ops::BinaryScalar(BinaryOp::kMul, grad, 1 - beta2));
   }
 
- private:
   LionOptions options_;
 };
 

@@ -1,18 +1,23 @@
-// RMSprop: torch.optim.RMSprop (PyTorch 1.13, foreach=False), written with
-// tensor ops in PyTorch's order:
+// RMSprop: torch.optim.RMSprop (PyTorch 1.13, foreach=False), in PyTorch's
+// order:
 //
 //   g = grad (+ weight_decay * param)
 //   square_avg = alpha * square_avg + (1 - alpha) * g * g
 //   grad_avg   = alpha * grad_avg + (1 - alpha) * g          (centered)
 //   avg = sqrt(square_avg (- grad_avg^2 when centered)) + eps
 //   buf = momentum * buf + g / avg;  param -= lr * buf       (momentum > 0)
-//   param -= lr * g / avg                                    (otherwise)
+//   param -= lr * (g / avg)                                  (otherwise)
+//
+// A device's fused kernel (fused_update.h; the CPU's in optim/cpu/) runs it
+// in one pass; without one, or for a dtype the kernel lacks, tensor ops do.
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "kindling/optim/fused_steps.h"
+#include "kindling/optim/fused_update.h"
 #include "kindling/optim/rules.h"
 #include "kindling/tensor/backend.h"
 #include "kindling/tensor/elementwise_ops.h"
@@ -67,6 +72,21 @@ class RmsProp final : public UpdateRule {
   void Update(const UpdateContext& context, TensorBase& param,
               const TensorBase& grad,
               std::span<TensorBase> state) const override {
+    RmsPropStep step;
+    step.lr = context.lr;
+    step.alpha = options_.alpha;
+    step.eps = options_.eps;
+    step.weight_decay = context.weight_decay;
+    step.momentum = options_.momentum;
+    step.centered = options_.centered;
+    if (FusedUpdates<RmsPropStep>::Run(step, param, grad, state)) return;
+    UpdateWithTensorOps(context, param, grad, state);
+  }
+
+ private:
+  void UpdateWithTensorOps(const UpdateContext& context, TensorBase& param,
+                           const TensorBase& grad,
+                           std::span<TensorBase> state) const {
     using ops::Binary;
     using ops::BinaryInPlace;
     using ops::BinaryScalar;
@@ -104,12 +124,11 @@ class RmsProp final : public UpdateRule {
                     BinaryScalar(BinaryOp::kMul, buffer, -context.lr));
     } else {
       BinaryInPlace(BinaryOp::kAdd, param,
-                    Binary(BinaryOp::kDiv,
-                           BinaryScalar(BinaryOp::kMul, g, -context.lr), avg));
+                    BinaryScalar(BinaryOp::kMul, Binary(BinaryOp::kDiv, g, avg),
+                                 -context.lr));
     }
   }
 
- private:
   RmsPropOptions options_;
 };
 
