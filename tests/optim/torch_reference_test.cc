@@ -142,6 +142,28 @@ const char* const kCases[] = {"sgd_plain",
                               "rmsprop_weight_decay",
                               "rmsprop_momentum_centered"};
 
+// ExpectTrajectory() steps `optimizer` from `param0` with the `steps`
+// gradients in `grads` (row-major [steps, N]) and compares the parameter
+// after each step with row step + 1 of `expected` ([steps + 1, N]).
+void ExpectTrajectory(Optimizer& optimizer, const std::vector<float>& param0,
+                      const std::vector<float>& grads, int64_t steps,
+                      const std::vector<float>& expected,
+                      const std::string& name) {
+  const int64_t n = static_cast<int64_t>(param0.size());
+  optimtest::Vector model{optimtest::ParamFrom<1>(param0, {n})};
+  for (int64_t step = 0; step < steps; ++step) {
+    Gradients gradients;
+    std::vector<float> grad(grads.begin() + step * n,
+                            grads.begin() + (step + 1) * n);
+    gradients.Set(model.weight.id(), Tensor<1>::FromData(grad, {n}).base());
+    ASSERT_TRUE(optimizer.Step(model, gradients).ok());
+    std::vector<float> want(expected.begin() + (step + 1) * n,
+                            expected.begin() + (step + 2) * n);
+    ExpectClose(Widen(want), Widen(model.weight->to_data<float>()),
+                name + " after step " + std::to_string(step + 1));
+  }
+}
+
 class TrajectoryTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TrajectoryTest, MatchesPyTorchStepByStep) {
@@ -152,23 +174,9 @@ TEST_P(TrajectoryTest, MatchesPyTorchStepByStep) {
   const kindling::Shape grads_shape = reference.ShapeOf("traj.grads");
   const std::vector<float> grads = reference.Floats("traj.grads");
   const std::vector<float> expected = reference.Floats("traj." + name);
-  const int64_t n = static_cast<int64_t>(param0.size());
-  const int64_t steps = grads_shape[0];
-
-  optimtest::Vector model{optimtest::ParamFrom<1>(param0, {n})};
   absl::StatusOr<Optimizer> optimizer = MakeCase(name);
   ASSERT_TRUE(optimizer.ok()) << optimizer.status();
-  for (int64_t step = 0; step < steps; ++step) {
-    Gradients gradients;
-    std::vector<float> grad(grads.begin() + step * n,
-                            grads.begin() + (step + 1) * n);
-    gradients.Set(model.weight.id(), Tensor<1>::FromData(grad, {n}).base());
-    ASSERT_TRUE(optimizer->Step(model, gradients).ok());
-    std::vector<float> want(expected.begin() + (step + 1) * n,
-                            expected.begin() + (step + 2) * n);
-    ExpectClose(Widen(want), Widen(model.weight->to_data<float>()),
-                name + " after step " + std::to_string(step + 1));
-  }
+  ExpectTrajectory(*optimizer, param0, grads, grads_shape[0], expected, name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, TrajectoryTest, ::testing::ValuesIn(kCases));
@@ -202,7 +210,6 @@ TEST(LionTest, MatchesTheReferenceStepByStep) {
   Reference reference;
   const std::vector<float> param0 = reference.Floats("traj.param0");
   const std::vector<float> grads = reference.Floats("traj.grads");
-  const int64_t n = static_cast<int64_t>(param0.size());
   const int64_t steps = reference.ShapeOf("traj.grads")[0];
   struct Case {
     kindling::LionOptions options;
@@ -218,21 +225,10 @@ TEST(LionTest, MatchesTheReferenceStepByStep) {
                       static_cast<float>(c.options.betas.first),
                       static_cast<float>(c.options.betas.second),
                       static_cast<float>(c.options.weight_decay));
-    optimtest::Vector model{optimtest::ParamFrom<1>(param0, {n})};
     absl::StatusOr<Optimizer> optimizer = Optimizer::Lion(c.options);
     ASSERT_TRUE(optimizer.ok()) << optimizer.status();
-    for (int64_t step = 0; step < steps; ++step) {
-      Gradients gradients;
-      std::vector<float> grad(grads.begin() + step * n,
-                              grads.begin() + (step + 1) * n);
-      gradients.Set(model.weight.id(), Tensor<1>::FromData(grad, {n}).base());
-      ASSERT_TRUE(optimizer->Step(model, gradients).ok());
-      std::vector<float> want(expected.begin() + (step + 1) * n,
-                              expected.begin() + (step + 2) * n);
-      ExpectClose(Widen(want), Widen(model.weight->to_data<float>()),
-                  std::string("lion ") + c.name + " after step " +
-                      std::to_string(step + 1));
-    }
+    ExpectTrajectory(*optimizer, param0, grads, steps, expected,
+                     std::string("lion ") + c.name);
   }
 }
 

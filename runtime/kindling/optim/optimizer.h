@@ -24,11 +24,10 @@
 //   * creates a parameter's state on its first step, zero-filled, on the
 //     parameter's device with its dtype; state made on another device (the
 //     model moved since, or was loaded elsewhere) follows the parameter to
-//     its device before the update. For SGD and Adam/AdamW that is the only
-//     allocation: later steps run one fused kernel per tensor
-//     (Backend::SgdUpdate/AdamUpdate) writing the parameter's own storage,
-//     and allocate no tensor (RMSprop and Lion use tensor ops and allocate
-//     temporaries: rules.h);
+//     its device before the update. That is the only allocation where the
+//     rule has a fused kernel for the device and dtype (rules.h says where):
+//     later steps run one kernel per tensor writing the parameter's own
+//     storage, and allocate no tensor;
 //   * writes in place. A parameter whose storage is read-only (borrowed from
 //     a read-only mapping) first gets a private copy, assigned back into
 //     `model` (every tied field gets the same Param);

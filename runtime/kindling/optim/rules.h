@@ -6,10 +6,12 @@
 //   lion_rule.cc     Lion (Chen et al., 2023, "Symbolic Discovery of
 //                    Optimization Algorithms")
 //
-// SGD and Adam/AdamW run one fused Backend kernel per parameter and
-// allocate nothing after the first step; RMSprop and Lion are written with
-// tensor ops, which run on every device and allocate a few temporaries of
-// the parameter's size per step.
+// Each runs one fused kernel per parameter and allocates nothing after the
+// first step: SGD and Adam/AdamW through Backend::SgdUpdate/AdamUpdate (CPU
+// and CUDA), RMSprop and Lion through their own kernel tables
+// (fused_update.h: CPU, f32 and f64). Where RMSprop or Lion has no kernel (a
+// CUDA device, 16-bit floats) it runs as tensor ops, which allocate a few
+// temporaries of the parameter's size per step.
 #ifndef KINDLING_OPTIM_RULES_H_
 #define KINDLING_OPTIM_RULES_H_
 
