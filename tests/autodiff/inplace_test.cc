@@ -1,7 +1,7 @@
 // In-place writes and the autodiff graph: a tensor a backward saved and that
 // was written in place afterwards fails Backward() (storage versions,
 // kindling/tensor/saved_tensor.h); in-place writes to tensors in the graph
-// are refused while grad mode is on (autograd::CheckInPlaceWrite); and the
+// are refused while grad mode is on (autodiff::CheckInPlaceWrite); and the
 // legal uses (writes nothing saved, writes after backward, writes under a
 // NoGradGuard, copy on write) keep working.
 #include <memory>

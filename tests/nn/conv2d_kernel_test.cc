@@ -187,7 +187,7 @@ TEST(Conv2dKernelTest, GradientsMatchFiniteDifferences) {
         // ops::Conv2d records no node: this one routes the gradient through
         // ops::Conv2dBackward, as nn::Conv2d does.
         const TensorBase input = x[0], weight = x[1];
-        return autograd::Record("conv2d", {input, weight, x[2]},
+        return autodiff::Record("conv2d", {input, weight, x[2]},
                                 ops::Conv2d(input, weight, x[2], window),
                                 [=](const TensorBase& grad) -> GradList {
                                   ops::Conv2dGradients g = ops::Conv2dBackward(

@@ -47,7 +47,7 @@ Param<Tensor<D>> AsParam(const TensorBase& value) {
 
 // NodeName() is the name of the node that produced `tensor`.
 const char* NodeName(const TensorBase& tensor) {
-  return tensor.autograd_meta()->node->name();
+  return tensor.autodiff_meta()->node->name();
 }
 
 // --- Conv2d
@@ -336,7 +336,7 @@ TEST(BatchNormGradientTest, RunningStatisticsAreDetached) {
             .set_require_grad(true);
     Tensor<2> output = layer.Forward(input, ForwardMode::kTraining);
     EXPECT_STREQ("batch_norm", NodeName(output.base()));
-    if (step == 0) first_node = output.base().autograd_meta()->node;
+    if (step == 0) first_node = output.base().autodiff_meta()->node;
     const Gradients grads = Backward(output.sum());
     EXPECT_TRUE(grads.Get(input.leaf_id()).has_value());
     EXPECT_FALSE(layer.running_mean.value().is_require_grad());

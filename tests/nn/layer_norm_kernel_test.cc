@@ -359,8 +359,8 @@ TEST(LayerNormGradcheckTest, RecordsOneNode) {
       nn::LayerNormOp(testing::RandomLeaf({2, 4}, generator),
                       testing::RandomLeaf({4}, generator),
                       testing::RandomLeaf({4}, generator), kEpsilon);
-  ASSERT_NE(nullptr, y.autograd_meta());
-  EXPECT_STREQ("layer_norm", y.autograd_meta()->node->name());
+  ASSERT_NE(nullptr, y.autodiff_meta());
+  EXPECT_STREQ("layer_norm", y.autodiff_meta()->node->name());
 }
 
 // --- The column sums do not depend on the thread count ----------------------

@@ -204,11 +204,11 @@ TEST(CrossEntropyGradientTest, RecordsOneNode) {
   const TensorBase logits = RandomLeaf({2, 3}, generator);
   const Tensor<0> loss =
       CrossEntropy(Tensor<2>(logits), Tensor<1, Int>(LabelTensor({0, 2})));
-  ASSERT_NE(nullptr, loss.base().autograd_meta()->node);
-  EXPECT_STREQ("cross_entropy", loss.base().autograd_meta()->node->name());
+  ASSERT_NE(nullptr, loss.base().autodiff_meta()->node);
+  EXPECT_STREQ("cross_entropy", loss.base().autodiff_meta()->node->name());
   // Its only edge leads straight to the leaf.
-  EXPECT_EQ(logits.autograd_meta(),
-            loss.base().autograd_meta()->node->inputs()[0].meta);
+  EXPECT_EQ(logits.autodiff_meta(),
+            loss.base().autodiff_meta()->node->inputs()[0].meta);
 }
 
 TEST(CrossEntropyGradientTest, NoGradientNeededRecordsNothing) {

@@ -7,7 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "kindling/core/check.h"
-#include "kindling/tensor/autograd_meta.h"
+#include "kindling/tensor/autodiff_meta.h"
 #include "kindling/tensor/grad_mode.h"
 #include "kindling/tensor/grad_node.h"
 #include "kindling/tensor/ops.h"
@@ -41,7 +41,7 @@ class Engine {
  public:
   Engine(const BackwardOptions& options) : options_(options) {}
 
-  Gradients Run(const AutogradMeta& root, TensorBase seed) {
+  Gradients Run(const AutodiffMeta& root, TensorBase seed) {
     if (root.is_leaf()) {
       // The loss is a leaf itself: its gradient is the seed.
       leaves_[root.id].grad = std::move(seed);
@@ -64,7 +64,7 @@ class Engine {
   // Counts, for every node and leaf reachable from `root`, the edges into it,
   // and notes which results asked to retain their gradient. Iterative, so a
   // deep graph cannot overflow the stack.
-  void CountEdges(const AutogradMeta& root) {
+  void CountEdges(const AutodiffMeta& root) {
     nodes_[root.node.get()];
     if (root.retain_grad) retain_ids_[root.node.get()].push_back(root.id);
     std::vector<GradNode*> stack = {root.node.get()};
@@ -72,7 +72,7 @@ class Engine {
       GradNode* node = stack.back();
       stack.pop_back();
       for (const GradNode::Input& input : node->inputs()) {
-        const AutogradMeta* meta = input.meta.get();
+        const AutodiffMeta* meta = input.meta.get();
         if (meta == nullptr) continue;
         if (meta->is_leaf()) {
           ++leaves_[meta->id].contributions_left;
@@ -109,7 +109,7 @@ class Engine {
     }
     const std::vector<GradNode::Input>& inputs = node.inputs();
     for (size_t i = 0; i < inputs.size(); ++i) {
-      const AutogradMeta* meta = inputs[i].meta.get();
+      const AutodiffMeta* meta = inputs[i].meta.get();
       if (meta == nullptr) continue;
       TensorBase contribution =
           i < input_grads.size() ? std::move(input_grads[i]) : TensorBase();
@@ -181,7 +181,7 @@ Gradients Backward(const TensorBase& loss, const BackwardOptions& options) {
   // Backward formulas are ops too; they must not record a graph of their own.
   NoGradGuard no_grad;
   autodiff_internal::Engine engine(options);
-  return engine.Run(*loss.autograd_meta(),
+  return engine.Run(*loss.autodiff_meta(),
                     autodiff_internal::SeedGradient(loss, options));
 }
 

@@ -41,7 +41,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "kindling/core/param_id.h"
-#include "kindling/tensor/autograd_meta.h"
+#include "kindling/tensor/autodiff_meta.h"
 #include "kindling/tensor/tensor_base.h"
 
 namespace kindling {
@@ -98,7 +98,7 @@ class Gradients {
   // result marked with retain_grad() before it was used; nullopt for any
   // other tensor, or when the loss does not depend on it.
   std::optional<TensorBase> Get(const TensorBase& tensor) const {
-    const auto& meta = tensor.autograd_meta();
+    const auto& meta = tensor.autodiff_meta();
     if (meta == nullptr) return std::nullopt;
     if (tensor.is_leaf()) return Get(meta->id);
     if (!meta->retain_grad) return std::nullopt;
@@ -142,7 +142,7 @@ class Gradients {
   friend class autodiff_internal::Engine;
 
   // SetRetained() stores the gradient of a retained result under the id its
-  // metadata carries (AutogradMeta::id); only the backward engine does.
+  // metadata carries (AutodiffMeta::id); only the backward engine does.
   void SetRetained(ParamId retain_id, TensorBase grad) {
     retained_[retain_id] = std::move(grad);
   }

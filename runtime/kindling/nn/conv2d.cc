@@ -57,10 +57,10 @@ Tensor<4> Conv2d::Forward(const Tensor<4>& input_tensor) const {
   const Window2dGeometry geometry = window.Geometry();
   std::vector<TensorBase> inputs = {input, kernel};
   if (bias_value.defined()) inputs.push_back(bias_value);
-  if (!autograd::ShouldRecord(inputs)) {
+  if (!autodiff::ShouldRecord(inputs)) {
     return Tensor<4>(ops::Conv2d(input, kernel, bias_value, geometry));
   }
-  TensorBase output = autograd::Untracked(
+  TensorBase output = autodiff::Untracked(
       [&] { return ops::Conv2d(input, kernel, bias_value, geometry); });
   ConvolutionSaved saved{
       kernel.is_require_grad() ? SavedTensor(input) : SavedTensor(),
@@ -70,7 +70,7 @@ Tensor<4> Conv2d::Forward(const Tensor<4>& input_tensor) const {
       geometry,
       bias_value.is_require_grad()};
   return Tensor<4>(
-      autograd::Record("conv2d", inputs, std::move(output),
+      autodiff::Record("conv2d", inputs, std::move(output),
                        [saved = std::move(saved)](const TensorBase& grad) {
                          return ConvolutionBackward(grad, saved);
                        }));

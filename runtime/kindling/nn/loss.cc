@@ -82,16 +82,16 @@ Tensor<0> CrossEntropy(const Tensor<2>& logits_tensor,
                  "cross_entropy: label_smoothing %g outside [0, 1]",
                  label_smoothing);
   TensorBase log_probabilities;
-  if (!autograd::ShouldRecord(logits)) {
+  if (!autodiff::ShouldRecord(logits)) {
     return Tensor<0>(CrossEntropyForward(logits, labels, label_smoothing,
                                          &log_probabilities));
   }
-  TensorBase loss = autograd::Untracked([&] {
+  TensorBase loss = autodiff::Untracked([&] {
     return CrossEntropyForward(logits, labels, label_smoothing,
                                &log_probabilities);
   });
   // d logits = grad * (softmax(logits) - q) / B.
-  return Tensor<0>(autograd::Record(
+  return Tensor<0>(autodiff::Record(
       "cross_entropy", {logits}, std::move(loss),
       [log_probabilities = log_probabilities.Detach(),
        labels = SavedTensor(labels),
@@ -122,10 +122,10 @@ TensorBase MseLoss(const TensorBase& prediction, const TensorBase& target) {
         ReduceOp::kMean, ops::Binary(BinaryOp::kMul, *difference, *difference));
   };
   TensorBase difference;
-  if (!autograd::ShouldRecord(prediction, target)) return forward(&difference);
-  TensorBase loss = autograd::Untracked([&] { return forward(&difference); });
+  if (!autodiff::ShouldRecord(prediction, target)) return forward(&difference);
+  TensorBase loss = autodiff::Untracked([&] { return forward(&difference); });
   // d prediction = grad * 2 (prediction - target) / numel = -d target.
-  return autograd::Record(
+  return autodiff::Record(
       "mse_loss", {prediction, target}, std::move(loss),
       [difference = difference.Detach(),
        need_prediction = prediction.is_require_grad(),
@@ -163,10 +163,10 @@ TensorBase BinaryCrossEntropyWithLogits(const TensorBase& logits,
         softplus_tail);
     return ops::ReduceAll(ReduceOp::kMean, per_element);
   };
-  if (!autograd::ShouldRecord(logits, targets)) return forward();
-  TensorBase loss = autograd::Untracked(forward);
+  if (!autodiff::ShouldRecord(logits, targets)) return forward();
+  TensorBase loss = autodiff::Untracked(forward);
   // d x = grad * (sigmoid(x) - t) / numel; d t = -grad * x / numel.
-  return autograd::Record(
+  return autodiff::Record(
       "binary_cross_entropy_with_logits", {logits, targets}, std::move(loss),
       [logits = SavedTensor(logits), targets = SavedTensor(targets),
        need_logits = logits.is_require_grad(),

@@ -101,16 +101,16 @@ TensorBase Normalize(const char* name, const TensorBase& input,
                      const TensorBase& gamma, const TensorBase& beta,
                      double epsilon, const Grouping& grouping,
                      Normalized* normalized) {
-  if (!autograd::ShouldRecord(input, gamma, beta)) {
+  if (!autodiff::ShouldRecord(input, gamma, beta)) {
     *normalized = NormalizeForward(input, gamma, beta, epsilon, grouping);
     return normalized->output;
   }
-  TensorBase output = autograd::Untracked([&] {
+  TensorBase output = autodiff::Untracked([&] {
     *normalized = NormalizeForward(input, gamma, beta, epsilon, grouping);
     return normalized->output;
   });
   normalized->output = TensorBase();
-  return autograd::Record(
+  return autodiff::Record(
       name, {input, gamma, beta}, std::move(output),
       [xhat = normalized->xhat.Detach(), rstd = normalized->rstd.Detach(),
        gamma = SavedTensor(gamma), grouping, input_shape = input.shape(),
@@ -153,7 +153,7 @@ TensorBase LayerNormOp(const TensorBase& input, const TensorBase& gamma,
                  input.shape().ToString());
   const int64_t features = input.shape()[input.rank() - 1];
   CheckParameters(input, gamma, beta, features, "layer_norm");
-  if (!autograd::ShouldRecord(input, gamma, beta)) {
+  if (!autodiff::ShouldRecord(input, gamma, beta)) {
     return ops::LayerNorm(input, gamma, beta, epsilon).output;
   }
   // ops::LayerNorm records nothing: its results carry no graph.
@@ -163,7 +163,7 @@ TensorBase LayerNormOp(const TensorBase& input, const TensorBase& gamma,
   LayerNormSaved saved{SavedTensor(input),
                        needs.input ? SavedTensor(gamma) : SavedTensor(),
                        std::move(result.mean), std::move(result.rstd), needs};
-  return autograd::Record(
+  return autodiff::Record(
       "layer_norm", {input, gamma, beta}, std::move(result.output),
       [saved = std::move(saved)](const TensorBase& grad) -> GradList {
         ops::LayerNormGradients grads =

@@ -41,12 +41,12 @@ Tensor<5> PatchesForward(const Tensor<4>& input, const Window2d& window,
 
 Tensor<5> Patches(const Tensor<4>& input, const Window2d& window,
                   double pad_value) {
-  if (!autograd::ShouldRecord(input.base())) {
+  if (!autodiff::ShouldRecord(input.base())) {
     return PatchesForward(input, window, pad_value);
   }
-  TensorBase patches = autograd::Untracked(
+  TensorBase patches = autodiff::Untracked(
       [&] { return PatchesForward(input, window, pad_value).base(); });
-  return Tensor<5>(autograd::Record(
+  return Tensor<5>(autodiff::Record(
       "patches", {input.base()}, std::move(patches),
       [window, input_shape = input.shape()](const TensorBase& grad) {
         return GradList{

@@ -33,11 +33,11 @@ TensorBase AvgPoolBackward(const TensorBase& grad, const Window2d& window,
 }  // namespace
 
 Tensor<4> MaxPool2d::Forward(const Tensor<4>& input) const {
-  const bool record = autograd::ShouldRecord(input.base());
+  const bool record = autodiff::ShouldRecord(input.base());
   ops::MaxPool2dResult pooled =
       ops::MaxPool2d(input.base(), window.Geometry(), /*with_argmax=*/record);
   if (!record) return Tensor<4>(pooled.output);
-  return Tensor<4>(autograd::Record(
+  return Tensor<4>(autodiff::Record(
       "max_pool2d", {input.base()}, std::move(pooled.output),
       [argmax = std::move(pooled.argmax), input_shape = input.shape(),
        geometry = window.Geometry()](const TensorBase& grad) {
@@ -47,13 +47,13 @@ Tensor<4> MaxPool2d::Forward(const Tensor<4>& input) const {
 }
 
 Tensor<4> AvgPool2d::Forward(const Tensor<4>& input) const {
-  if (!autograd::ShouldRecord(input.base())) {
+  if (!autodiff::ShouldRecord(input.base())) {
     return Patches(input, window, 0.0).mean_dim(2).squeeze(2);
   }
-  TensorBase output = autograd::Untracked([&] {
+  TensorBase output = autodiff::Untracked([&] {
     return Patches(input, window, 0.0).mean_dim(2).squeeze(2).base();
   });
-  return Tensor<4>(autograd::Record(
+  return Tensor<4>(autodiff::Record(
       "avg_pool2d", {input.base()}, std::move(output),
       [window = window, input_shape = input.shape()](const TensorBase& grad) {
         return GradList{AvgPoolBackward(grad, window, input_shape)};

@@ -1,7 +1,7 @@
-// AutogradMeta: what a tensor that requires grad carries for autodiff.
+// AutodiffMeta: what a tensor that requires grad carries for autodiff.
 //
 // The graph hangs off result tensors (as in libtorch): TensorBase holds a
-// `std::shared_ptr<const AutogradMeta>`, null when the tensor needs no
+// `std::shared_ptr<const AutodiffMeta>`, null when the tensor needs no
 // gradient, so an op on tensors that need none pays one null test per input.
 // A tensor that requires grad is either
 //   * a leaf (node == null): a trainable value. Its gradient is reported
@@ -12,10 +12,10 @@
 //
 // The metadata is immutable once shared: handles that differ in it (a leaf
 // and its detached copy, a result and its retain_grad() handle) hold
-// different AutogradMeta objects over one storage. So reading a graph never
+// different AutodiffMeta objects over one storage. So reading a graph never
 // races with building another, and forked workers can backward concurrently.
-#ifndef KINDLING_TENSOR_AUTOGRAD_META_H_
-#define KINDLING_TENSOR_AUTOGRAD_META_H_
+#ifndef KINDLING_TENSOR_AUTODIFF_META_H_
+#define KINDLING_TENSOR_AUTODIFF_META_H_
 
 #include <memory>
 
@@ -25,7 +25,7 @@ namespace kindling {
 
 class GradNode;
 
-struct AutogradMeta {
+struct AutodiffMeta {
   // The op that produced the tensor; null for a leaf.
   std::shared_ptr<GradNode> node;
   // A leaf's gradient key; for a result, the key of its retained gradient
@@ -40,4 +40,4 @@ struct AutogradMeta {
 
 }  // namespace kindling
 
-#endif  // KINDLING_TENSOR_AUTOGRAD_META_H_
+#endif  // KINDLING_TENSOR_AUTODIFF_META_H_

@@ -169,8 +169,8 @@ TensorBase Unary(UnaryOp op, const TensorBase& in, double arg0, double arg1) {
     }
     return result.To(in.dtype());
   };
-  if (!autograd::ShouldRecord(in)) return forward();
-  TensorBase out = autograd::Untracked(forward);
+  if (!autodiff::ShouldRecord(in)) return forward();
+  TensorBase out = autodiff::Untracked(forward);
   // Only what the gradient reads is saved, so the graph keeps no more
   // tensors alive than it needs.
   const bool reads_input = op == UnaryOp::kAbs || op == UnaryOp::kLog ||
@@ -179,7 +179,7 @@ TensorBase Unary(UnaryOp op, const TensorBase& in, double arg0, double arg1) {
   const bool reads_result = op == UnaryOp::kExp || op == UnaryOp::kSqrt ||
                             op == UnaryOp::kGelu || op == UnaryOp::kSigmoid ||
                             op == UnaryOp::kTanh;
-  return autograd::Record(
+  return autodiff::Record(
       name, {in}, out,
       [op, x = reads_input ? SavedTensor(in) : SavedTensor(),
        y = reads_result ? SavedTensor(out) : SavedTensor(), arg0,
@@ -269,10 +269,10 @@ TensorBase Binary(BinaryOp op, const TensorBase& lhs, const TensorBase& rhs) {
     if (result.numel() > 0) GetBackend(lhs.device()).Binary(op, result, a, b);
     return IsComparison(op) ? result : result.To(lhs.dtype());
   };
-  if (IsComparison(op) || logical || !autograd::ShouldRecord(lhs, rhs)) {
+  if (IsComparison(op) || logical || !autodiff::ShouldRecord(lhs, rhs)) {
     return forward();
   }
-  TensorBase out = autograd::Untracked(forward);
+  TensorBase out = autodiff::Untracked(forward);
   const bool need_a = lhs.is_require_grad();
   const bool need_b = rhs.is_require_grad();
   // Only what the gradients read is saved: add and sub read nothing.
@@ -285,7 +285,7 @@ TensorBase Binary(BinaryOp op, const TensorBase& lhs, const TensorBase& rhs) {
                        op == BinaryOp::kMaximum || op == BinaryOp::kMinimum;
   const bool reads_result =
       (op == BinaryOp::kDiv || op == BinaryOp::kPow) && need_b;
-  return autograd::Record(
+  return autodiff::Record(
       name, {lhs, rhs}, out,
       [op, a = reads_a ? SavedTensor(lhs) : SavedTensor(),
        b = reads_b ? SavedTensor(rhs) : SavedTensor(),
@@ -294,8 +294,8 @@ TensorBase Binary(BinaryOp op, const TensorBase& lhs, const TensorBase& rhs) {
        need_b](const TensorBase& grad) -> GradList {
         auto [grad_a, grad_b] =
             BinaryGradients(op, grad, a, b, y, need_a, need_b);
-        return {need_a ? autograd::SumToShape(grad_a, a_shape) : TensorBase(),
-                need_b ? autograd::SumToShape(grad_b, b_shape) : TensorBase()};
+        return {need_a ? autodiff::SumToShape(grad_a, a_shape) : TensorBase(),
+                need_b ? autodiff::SumToShape(grad_b, b_shape) : TensorBase()};
       });
 }
 
@@ -357,7 +357,7 @@ std::pair<TensorBase, TensorBase> BinaryGradients(
       // Linear in the gradient it masks; piecewise constant in the input.
       if (need_a) grad_a = Binary(BinaryOp::kReluBackward, grad, b);
       if (need_b)
-        grad_b = autograd::Zeros(grad.shape(), grad.dtype(), grad.device());
+        grad_b = autodiff::Zeros(grad.shape(), grad.dtype(), grad.device());
       return {grad_a, grad_b};
     default:
       break;
@@ -405,17 +405,17 @@ TensorBase ScalarOp(BinaryOp op, const TensorBase& tensor, double scalar,
     }
     return IsComparison(op) ? result : result.To(tensor.dtype());
   };
-  if (IsComparison(op) || IsLogical(op) || !autograd::ShouldRecord(tensor)) {
+  if (IsComparison(op) || IsLogical(op) || !autodiff::ShouldRecord(tensor)) {
     return forward();
   }
-  TensorBase out = autograd::Untracked(forward);
+  TensorBase out = autodiff::Untracked(forward);
   // Only what the gradient reads is saved (x the tensor, y the result).
   const bool reads_x = op == BinaryOp::kMaximum || op == BinaryOp::kMinimum ||
                        (op == BinaryOp::kPow && !scalar_is_lhs) ||
                        (op == BinaryOp::kDiv && scalar_is_lhs);
   const bool reads_y =
       scalar_is_lhs && (op == BinaryOp::kDiv || op == BinaryOp::kPow);
-  return autograd::Record(
+  return autodiff::Record(
       name, {tensor}, out,
       [op, x = reads_x ? SavedTensor(tensor) : SavedTensor(),
        y = reads_y ? SavedTensor(out) : SavedTensor(), scalar,
@@ -500,10 +500,10 @@ TensorBase Where(const TensorBase& condition, const TensorBase& on_true,
     }
     return result;
   };
-  if (!autograd::ShouldRecord(on_true, on_false)) return forward();
-  TensorBase out = autograd::Untracked(forward);
+  if (!autodiff::ShouldRecord(on_true, on_false)) return forward();
+  TensorBase out = autodiff::Untracked(forward);
   // Each side gets the gradient where it was picked, zero elsewhere.
-  return autograd::Record(
+  return autodiff::Record(
       "where", {condition, on_true, on_false}, std::move(out),
       [condition = SavedTensor(condition), true_shape = on_true.shape(),
        false_shape = on_false.shape(), need_true = on_true.is_require_grad(),
@@ -511,13 +511,13 @@ TensorBase Where(const TensorBase& condition, const TensorBase& on_true,
            on_false.is_require_grad()](const TensorBase& grad) -> GradList {
         TensorBase grad_true, grad_false;
         if (need_true) {
-          grad_true = autograd::SumToShape(
+          grad_true = autodiff::SumToShape(
               MaskFill(grad, Unary(UnaryOp::kLogicalNot, condition), 0),
               true_shape);
         }
         if (need_false) {
           grad_false =
-              autograd::SumToShape(MaskFill(grad, condition, 0), false_shape);
+              autodiff::SumToShape(MaskFill(grad, condition, 0), false_shape);
         }
         return {TensorBase(), grad_true, grad_false};
       });
@@ -564,7 +564,7 @@ void BinaryInPlace(BinaryOp op, TensorBase& self, const TensorBase& other) {
                  "%s_: shape %s does not broadcast to %s", name,
                  other.shape().ToString(), self.shape().ToString());
   CheckWritableTarget(self, name);
-  autograd::CheckInPlaceWrite(name, self, other);
+  autodiff::CheckInPlaceWrite(name, self, other);
   self.MakeWritable();
   if (self.numel() == 0) return;
   const DType compute = ComputeDTypeOn(self.dtype(), self.device());
@@ -573,7 +573,7 @@ void BinaryInPlace(BinaryOp op, TensorBase& self, const TensorBase& other) {
     return;
   }
   const TensorBase result =
-      autograd::Untracked([&] { return Binary(op, self, other); });
+      autodiff::Untracked([&] { return Binary(op, self, other); });
   AssignInPlace(self, result);
 }
 
@@ -583,7 +583,7 @@ void BinaryScalarInPlace(BinaryOp op, TensorBase& self, double scalar) {
   KINDLING_CHECK(!IsComparison(op), "%s: has no in-place form", name);
   CheckOperandDType(op, self.dtype(), self.shape(), Shape{});
   CheckWritableTarget(self, name);
-  autograd::CheckInPlaceWrite(name, self, TensorBase());
+  autodiff::CheckInPlaceWrite(name, self, TensorBase());
   self.MakeWritable();
   if (self.numel() == 0) return;
   Backend& backend = GetBackend(self.device());
@@ -594,14 +594,14 @@ void BinaryScalarInPlace(BinaryOp op, TensorBase& self, double scalar) {
     return;
   }
   const TensorBase result =
-      autograd::Untracked([&] { return BinaryScalar(op, self, scalar); });
+      autodiff::Untracked([&] { return BinaryScalar(op, self, scalar); });
   AssignInPlace(self, result);
 }
 
 void FillInPlace(TensorBase& self, double value) {
   CheckDefined(self, "fill_");
   CheckWritableTarget(self, "fill_");
-  autograd::CheckInPlaceWrite("fill", self, TensorBase());
+  autodiff::CheckInPlaceWrite("fill", self, TensorBase());
   self.MakeWritable();
   if (self.numel() > 0) GetBackend(self.device()).Fill(self, value);
 }
@@ -616,7 +616,7 @@ void AssignInPlace(TensorBase& self, const TensorBase& src) {
                  "assign_: shape %s does not broadcast to %s",
                  src.shape().ToString(), self.shape().ToString());
   CheckWritableTarget(self, "assign_");
-  autograd::CheckInPlaceWrite("assign", self, src);
+  autodiff::CheckInPlaceWrite("assign", self, src);
   self.MakeWritable();
   if (self.numel() > 0) {
     GetBackend(self.device()).Copy(self, src.Expand(self.shape()));

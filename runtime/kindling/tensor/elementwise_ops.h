@@ -35,7 +35,7 @@ TensorBase MaskFill(const TensorBase& in, const TensorBase& mask, double value);
 // --- In place (copy on write for read-only storage) --------------------------
 //
 // In-place writes are not recorded for autodiff. While grad mode is on they
-// refuse a target or a source that requires grad (autograd::
+// refuse a target or a source that requires grad (autodiff::
 // CheckInPlaceWrite); under a NoGradGuard anything goes. Each bumps the
 // target storage's version, so a tensor saved for a backward that was
 // written afterwards is caught when backward reads it (saved_tensor.h).

@@ -2,7 +2,7 @@
 //
 // Recording costs a node allocation per op whose input requires grad.
 // Inference, optimizer updates and the backward pass itself need no graph, so
-// they run inside a NoGradGuard: ops then give results without autograd
+// they run inside a NoGradGuard: ops then give results without autodiff
 // metadata, exactly as if no input required grad.
 //
 //   {

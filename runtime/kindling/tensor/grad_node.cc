@@ -24,8 +24,8 @@ void CollectOrphans(std::vector<GradNode::Input>& inputs,
   for (GradNode::Input& input : inputs) {
     if (input.meta == nullptr || input.meta.use_count() != 1) continue;
     // This edge is the metadata's only owner, and the metadata was created
-    // non-const (make_shared<AutogradMeta>), so taking its node is safe.
-    auto& meta = const_cast<AutogradMeta&>(*input.meta);
+    // non-const (make_shared<AutodiffMeta>), so taking its node is safe.
+    auto& meta = const_cast<AutodiffMeta&>(*input.meta);
     if (meta.node != nullptr && meta.node.use_count() == 1) {
       orphans.push_back(std::move(meta.node));
     }
@@ -51,7 +51,7 @@ GradList GradNode::Apply(const TensorBase& grad_output, bool release) {
                  "retain_graph to run a graph backward twice",
                  name_);
   GradList grads;
-  autograd_internal::ApplyingNodeScope applying(name_);
+  autodiff_internal::ApplyingNodeScope applying(name_);
   if (release) {
     // Moved out first so the captured tensors die when `backward` does.
     BackwardFn backward = std::move(backward_);
@@ -75,7 +75,7 @@ GradList GradNode::Apply(const TensorBase& grad_output, bool release) {
   return grads;
 }
 
-namespace autograd {
+namespace autodiff {
 
 bool ShouldRecord(std::span<const TensorBase> inputs) {
   if (!IsGradEnabled()) return false;
@@ -88,19 +88,19 @@ bool ShouldRecord(std::span<const TensorBase> inputs) {
 TensorBase Record(const char* name, std::span<const TensorBase> inputs,
                   TensorBase output, BackwardFn backward) {
   KINDLING_CHECK(!output.is_require_grad(),
-                 "%s: the result to record already carries autograd "
-                 "metadata (compute it with autograd::Untracked)",
+                 "%s: the result to record already carries autodiff "
+                 "metadata (compute it with autodiff::Untracked)",
                  name);
   if (!IsFloatingDType(output.dtype()) || !ShouldRecord(inputs)) return output;
   std::vector<GradNode::Input> edges;
   edges.reserve(inputs.size());
   for (const TensorBase& input : inputs) {
-    edges.push_back({input.autograd_meta(), input.shape(), input.dtype()});
+    edges.push_back({input.autodiff_meta(), input.shape(), input.dtype()});
   }
-  auto meta = std::make_shared<AutogradMeta>();
+  auto meta = std::make_shared<AutodiffMeta>();
   meta->node =
       std::make_shared<GradNode>(name, std::move(edges), std::move(backward));
-  return output.WithAutogradMeta(std::move(meta));
+  return output.WithAutodiffMeta(std::move(meta));
 }
 
 void CheckInPlaceWrite(const char* op, const TensorBase& target,
@@ -118,7 +118,7 @@ void CheckInPlaceWrite(const char* op, const TensorBase& target,
                    "autodiff graph: in-place ops are not recorded, so its "
                    "gradient would be wrong. Use the out-of-place op, or "
                    "write under a NoGradGuard",
-                   op, target.ToString(), target.autograd_meta()->node->name());
+                   op, target.ToString(), target.autodiff_meta()->node->name());
   }
   KINDLING_CHECK(!source.defined() || !source.is_require_grad(),
                  "%s_: in-place write from %s, which requires grad, into %s: "
@@ -172,5 +172,5 @@ TensorBase SumToShape(const TensorBase& grad, const Shape& shape) {
   return sum.Reshape(shape).To(grad.dtype());
 }
 
-}  // namespace autograd
+}  // namespace autodiff
 }  // namespace kindling

@@ -2,8 +2,8 @@
 // front end uses to record one.
 //
 // When grad mode is on (grad_mode.h) and an input requires grad, an op
-// computes its result untracked, then calls autograd::Record(), which hangs a
-// GradNode off the result's metadata (autograd_meta.h). The node keeps an edge
+// computes its result untracked, then calls autodiff::Record(), which hangs a
+// GradNode off the result's metadata (autodiff_meta.h). The node keeps an edge
 // to each input's metadata and a backward function that maps the gradient of
 // the result to the gradients of the inputs. Backward()
 // (kindling/autodiff/backward.h) walks the nodes from the loss.
@@ -11,9 +11,9 @@
 // Recording a custom op (any layer above runtime/kindling/tensor):
 //
 //   TensorBase Square(const TensorBase& x) {
-//     if (!autograd::ShouldRecord(x)) return SquareForward(x);
-//     TensorBase y = autograd::Untracked([&] { return SquareForward(x); });
-//     return autograd::Record("square", {x}, std::move(y),
+//     if (!autodiff::ShouldRecord(x)) return SquareForward(x);
+//     TensorBase y = autodiff::Untracked([&] { return SquareForward(x); });
+//     return autodiff::Record("square", {x}, std::move(y),
 //         [x = SavedTensor(x)](const TensorBase& grad) -> GradList {
 //           return {ops::Binary(BinaryOp::kMul, grad,
 //                               ops::BinaryScalar(BinaryOp::kMul, x, 2))};
@@ -48,7 +48,7 @@
 #include <utility>
 #include <vector>
 
-#include "kindling/tensor/autograd_meta.h"
+#include "kindling/tensor/autodiff_meta.h"
 #include "kindling/tensor/dtype.h"
 #include "kindling/tensor/grad_mode.h"
 #include "kindling/tensor/saved_tensor.h"
@@ -68,7 +68,7 @@ class GradNode {
   // Input is one edge: the input's metadata (null when it needs no gradient)
   // and the shape and dtype its gradient must have.
   struct Input {
-    std::shared_ptr<const AutogradMeta> meta;
+    std::shared_ptr<const AutodiffMeta> meta;
     Shape shape;
     DType dtype;
   };
@@ -103,7 +103,7 @@ class GradNode {
   BackwardFn backward_;
 };
 
-namespace autograd {
+namespace autodiff {
 
 // ShouldRecord() is true when grad mode is on and an input requires grad:
 // then an op records a node, otherwise its result carries no metadata.
@@ -162,7 +162,7 @@ TensorBase SumToShape(const TensorBase& grad, const Shape& shape);
 // Zeros() is a zero tensor of `shape`, `dtype` on `device`.
 TensorBase Zeros(const Shape& shape, DType dtype, const Device& device);
 
-}  // namespace autograd
+}  // namespace autodiff
 }  // namespace kindling
 
 #endif  // KINDLING_TENSOR_GRAD_NODE_H_

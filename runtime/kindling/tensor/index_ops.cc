@@ -25,7 +25,7 @@ namespace {
 TensorBase ScatterAddInto(const Shape& shape, int axis, const TensorBase& index,
                           const TensorBase& src) {
   const DType compute = ComputeDType(src.dtype());
-  TensorBase full = autograd::Zeros(shape, compute, src.device());
+  TensorBase full = autodiff::Zeros(shape, compute, src.device());
   if (src.numel() > 0) {
     GetBackend(src.device()).ScatterAdd(full, axis, index, src.To(compute));
   }
@@ -66,7 +66,7 @@ TensorBase Cat(std::span<const TensorBase> tensors, int axis) {
     }
     start += length;
   }
-  if (!autograd::ShouldRecord(tensors)) return result;
+  if (!autodiff::ShouldRecord(tensors)) return result;
   // Each input's gradient is its range of the result's.
   std::vector<int64_t> lengths;
   std::vector<bool> needs;
@@ -74,7 +74,7 @@ TensorBase Cat(std::span<const TensorBase> tensors, int axis) {
     lengths.push_back(tensor.shape()[a]);
     needs.push_back(tensor.is_require_grad());
   }
-  return autograd::Record("cat", tensors, std::move(result),
+  return autodiff::Record("cat", tensors, std::move(result),
                           [a, lengths = std::move(lengths),
                            needs = std::move(needs)](const TensorBase& grad) {
                             GradList grads(lengths.size());
@@ -155,10 +155,10 @@ TensorBase IndexSelect(const TensorBase& in, int axis,
   if (result.numel() > 0) {
     GetBackend(in.device()).IndexSelect(result, in, a, index);
   }
-  if (!autograd::ShouldRecord(in)) return result;
+  if (!autodiff::ShouldRecord(in)) return result;
   // Rows picked several times sum their gradients: a scatter-add with the
   // index broadcast over the other axes.
-  return autograd::Record(
+  return autodiff::Record(
       "index_select", {in}, std::move(result),
       [index = SavedTensor(index), input_shape = in.shape(),
        a](const TensorBase& grad) {
@@ -188,8 +188,8 @@ TensorBase Gather(const TensorBase& in, int axis, const TensorBase& index) {
   CheckPickRange(index, in.shape()[a], index.numel(), "gather");
   TensorBase result = TensorBase::Empty(index.shape(), in.dtype(), in.device());
   if (result.numel() > 0) GetBackend(in.device()).Gather(result, in, a, index);
-  if (!autograd::ShouldRecord(in)) return result;
-  return autograd::Record(
+  if (!autodiff::ShouldRecord(in)) return result;
+  return autodiff::Record(
       "gather", {in}, std::move(result),
       [index = SavedTensor(index), input_shape = in.shape(),
        a](const TensorBase& grad) {

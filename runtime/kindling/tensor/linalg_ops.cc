@@ -70,9 +70,9 @@ TensorBase Matmul(const TensorBase& lhs, const TensorBase& rhs) {
     }
     return result.To(lhs.dtype());
   };
-  if (!autograd::ShouldRecord(lhs, rhs)) return forward();
-  TensorBase out = autograd::Untracked(forward);
-  return autograd::Record(
+  if (!autodiff::ShouldRecord(lhs, rhs)) return forward();
+  TensorBase out = autodiff::Untracked(forward);
+  return autodiff::Record(
       "matmul", {lhs, rhs}, std::move(out),
       [a = SavedTensor(lhs), b = SavedTensor(rhs),
        need_a = lhs.is_require_grad(),
@@ -91,7 +91,7 @@ namespace {
 // the batch dims lhs was broadcast along.
 TensorBase MatmulGradLhs(const TensorBase& grad, const TensorBase& a,
                          const TensorBase& b) {
-  return autograd::SumToShape(Matmul(grad, b.Transpose(-1, -2)), a.shape());
+  return autodiff::SumToShape(Matmul(grad, b.Transpose(-1, -2)), a.shape());
 }
 
 // MatmulGradRhs(): d rhs = lhs^T [.., K, M] x grad [.., M, N], summed over
@@ -105,7 +105,7 @@ TensorBase MatmulGradRhs(const TensorBase& grad, const TensorBase& a,
     return Matmul(a.Reshape(Shape{-1, k}).Transpose(0, 1),
                   grad.Reshape(Shape{-1, n}));
   }
-  return autograd::SumToShape(Matmul(a.Transpose(-1, -2), grad), b.shape());
+  return autodiff::SumToShape(Matmul(a.Transpose(-1, -2), grad), b.shape());
 }
 
 }  // namespace

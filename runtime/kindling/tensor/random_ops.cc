@@ -105,11 +105,11 @@ TensorBase Dropout(const TensorBase& in, double prob, uint64_t seed,
     }
     return result;
   };
-  if (!autograd::ShouldRecord(in)) return forward();
-  TensorBase out = autograd::Untracked(forward);
+  if (!autodiff::ShouldRecord(in)) return forward();
+  TensorBase out = autodiff::Untracked(forward);
   // dropout(x) = x * mask, so its gradient is the same mask applied to the
   // output gradient: regenerated from (seed, offset), never stored.
-  return autograd::Record(
+  return autodiff::Record(
       "dropout", {in}, std::move(out),
       [prob, seed, offset](const TensorBase& grad) -> GradList {
         return {Dropout(grad, prob, seed, offset)};

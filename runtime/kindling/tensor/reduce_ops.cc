@@ -65,11 +65,11 @@ TensorBase Reduce(ReduceOp op, const TensorBase& in, int axis) {
     GetBackend(in.device()).Reduce(op, result, in.To(compute), a);
     return arg ? result : result.To(in.dtype());
   };
-  if (arg || !autograd::ShouldRecord(in)) return forward();
-  TensorBase out = autograd::Untracked(forward);
+  if (arg || !autodiff::ShouldRecord(in)) return forward();
+  TensorBase out = autodiff::Untracked(forward);
   // Sum and mean read only the shape; max and min find their elements.
   const bool extreme = op == ReduceOp::kMax || op == ReduceOp::kMin;
-  return autograd::Record(
+  return autodiff::Record(
       name, {in}, out,
       [op, input_shape = in.shape(), a,
        x = extreme ? SavedTensor(in) : SavedTensor(),
@@ -128,9 +128,9 @@ TensorBase Softmax(const TensorBase& in, int axis, bool log) {
     }
     return result.To(in.dtype());
   };
-  if (!autograd::ShouldRecord(in)) return forward();
-  TensorBase out = autograd::Untracked(forward);
-  return autograd::Record(
+  if (!autodiff::ShouldRecord(in)) return forward();
+  TensorBase out = autodiff::Untracked(forward);
+  return autodiff::Record(
       name, {in}, out,
       [y = SavedTensor(out), a, log](const TensorBase& grad) -> GradList {
         if (grad.numel() == 0) return {grad};

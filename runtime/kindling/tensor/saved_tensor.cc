@@ -26,7 +26,7 @@ void SavedTensor::FailModified() const {
   __builtin_unreachable();
 }
 
-namespace autograd_internal {
+namespace autodiff_internal {
 
 ApplyingNodeScope::ApplyingNodeScope(const char* name)
     : previous_(applying_node) {
@@ -35,5 +35,5 @@ ApplyingNodeScope::ApplyingNodeScope(const char* name)
 
 ApplyingNodeScope::~ApplyingNodeScope() { applying_node = previous_; }
 
-}  // namespace autograd_internal
+}  // namespace autodiff_internal
 }  // namespace kindling

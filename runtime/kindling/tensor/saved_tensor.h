@@ -13,7 +13,7 @@
 // operation" error). Backward() returns no Status, and running a graph whose
 // inputs were changed is a programming error, like running it twice.
 //
-//   return autograd::Record("mul", {a, b}, std::move(out),
+//   return autodiff::Record("mul", {a, b}, std::move(out),
 //       [a = SavedTensor(a), b = SavedTensor(b)](const TensorBase& grad) {
 //         return GradList{ops::Binary(BinaryOp::kMul, grad, b),
 //                         ops::Binary(BinaryOp::kMul, grad, a)};
@@ -68,7 +68,7 @@ class SavedTensor {
   uint64_t saved_version_ = 0;
 };
 
-namespace autograd_internal {
+namespace autodiff_internal {
 
 // ApplyingNodeScope names the node whose backward function runs on this
 // thread, for SavedTensor's message; GradNode::Apply() opens one.
@@ -83,7 +83,7 @@ class ApplyingNodeScope {
   const char* previous_;
 };
 
-}  // namespace autograd_internal
+}  // namespace autodiff_internal
 }  // namespace kindling
 
 #endif  // KINDLING_TENSOR_SAVED_TENSOR_H_

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kindling/core/check.h"
-#include "kindling/tensor/autograd_meta.h"
+#include "kindling/tensor/autodiff_meta.h"
 #include "kindling/tensor/backend.h"
 #include "kindling/tensor/device_memory.h"
 #include "kindling/tensor/grad_node.h"
@@ -104,50 +104,50 @@ bool TensorBase::is_contiguous() const {
 }
 
 bool TensorBase::is_leaf() const {
-  return autograd_ == nullptr || autograd_->is_leaf();
+  return autodiff_ == nullptr || autodiff_->is_leaf();
 }
 
 ParamId TensorBase::leaf_id() const {
   KINDLING_CHECK(
       is_require_grad() && is_leaf(), "leaf_id: %s is %s", ToString(),
       is_require_grad() ? "an op result, not a leaf" : "not require-grad");
-  return autograd_->id;
+  return autodiff_->id;
 }
 
 TensorBase TensorBase::set_require_grad(bool require_grad) const {
   if (!require_grad) return Detach();
   if (is_require_grad()) return *this;
-  auto meta = std::make_shared<AutogradMeta>();
+  auto meta = std::make_shared<AutodiffMeta>();
   meta->id = ParamId::New();
-  return WithAutogradMeta(std::move(meta));
+  return WithAutodiffMeta(std::move(meta));
 }
 
 TensorBase TensorBase::Detach() const {
   TensorBase result = *this;
-  result.autograd_.reset();
+  result.autodiff_.reset();
   return result;
 }
 
 TensorBase TensorBase::AsParamLeaf(ParamId id) const {
   if (!is_require_grad()) return *this;
-  if (autograd_->is_leaf() && autograd_->id == id) return *this;
-  auto meta = std::make_shared<AutogradMeta>();
+  if (autodiff_->is_leaf() && autodiff_->id == id) return *this;
+  auto meta = std::make_shared<AutodiffMeta>();
   meta->id = id;
-  return WithAutogradMeta(std::move(meta));
+  return WithAutodiffMeta(std::move(meta));
 }
 
 TensorBase TensorBase::RetainGrad() const {
-  if (is_leaf() || autograd_->retain_grad) return *this;
-  auto meta = std::make_shared<AutogradMeta>(*autograd_);
+  if (is_leaf() || autodiff_->retain_grad) return *this;
+  auto meta = std::make_shared<AutodiffMeta>(*autodiff_);
   meta->retain_grad = true;
   meta->id = ParamId::New();
-  return WithAutogradMeta(std::move(meta));
+  return WithAutodiffMeta(std::move(meta));
 }
 
-TensorBase TensorBase::WithAutogradMeta(
-    std::shared_ptr<const AutogradMeta> meta) const {
+TensorBase TensorBase::WithAutodiffMeta(
+    std::shared_ptr<const AutodiffMeta> meta) const {
   TensorBase result = *this;
-  result.autograd_ = std::move(meta);
+  result.autodiff_ = std::move(meta);
   return result;
 }
 
@@ -233,8 +233,8 @@ TensorBase TensorBase::Reshape(const Shape& requested) const {
   }
   TensorBase view(storage_, dtype_, std::move(shape), std::move(strides),
                   offset_);
-  if (!autograd::ShouldRecord(*this)) return view;
-  return autograd::Record("reshape", {*this}, std::move(view),
+  if (!autodiff::ShouldRecord(*this)) return view;
+  return autodiff::Record("reshape", {*this}, std::move(view),
                           [input_shape = shape_](const TensorBase& grad) {
                             return GradList{grad.Reshape(input_shape)};
                           });
@@ -258,13 +258,13 @@ TensorBase TensorBase::Permute(std::span<const int> axes) const {
   }
   TensorBase view(storage_, dtype_, std::move(shape), std::move(strides),
                   offset_);
-  if (!autograd::ShouldRecord(*this)) return view;
+  if (!autodiff::ShouldRecord(*this)) return view;
   // The gradient goes through the inverse permutation.
   std::vector<int> inverse(rank());
   for (int i = 0; i < rank(); ++i) {
     inverse[NormalizeAxis(axes[i], "permute")] = i;
   }
-  return autograd::Record("permute", {*this}, std::move(view),
+  return autodiff::Record("permute", {*this}, std::move(view),
                           [inverse](const TensorBase& grad) {
                             return GradList{grad.Permute(inverse)};
                           });
@@ -288,13 +288,13 @@ TensorBase TensorBase::Narrow(int axis, int64_t start, int64_t length) const {
   shape[a] = length;
   TensorBase view(storage_, dtype_, std::move(shape), strides_,
                   offset_ + start * strides_[a]);
-  if (!autograd::ShouldRecord(*this)) return view;
+  if (!autodiff::ShouldRecord(*this)) return view;
   // The gradient is zero outside the narrowed range.
-  return autograd::Record(
+  return autodiff::Record(
       "narrow", {*this}, std::move(view),
       [input_shape = shape_, a, start, length](const TensorBase& grad) {
         TensorBase full =
-            autograd::Zeros(input_shape, grad.dtype(), grad.device());
+            autodiff::Zeros(input_shape, grad.dtype(), grad.device());
         if (grad.numel() > 0) {
           GetBackend(grad.device()).Copy(full.Narrow(a, start, length), grad);
         }
@@ -317,13 +317,13 @@ TensorBase TensorBase::Slice(int axis, int64_t start, int64_t end,
   strides[a] = strides_[a] * step;
   TensorBase view(storage_, dtype_, std::move(shape), std::move(strides),
                   offset_ + start * strides_[a]);
-  if (!autograd::ShouldRecord(*this)) return view;
+  if (!autodiff::ShouldRecord(*this)) return view;
   // The gradient is zero at the entries the slice skips.
-  return autograd::Record(
+  return autodiff::Record(
       "slice", {*this}, std::move(view),
       [input_shape = shape_, a, start, end, step](const TensorBase& grad) {
         TensorBase full =
-            autograd::Zeros(input_shape, grad.dtype(), grad.device());
+            autodiff::Zeros(input_shape, grad.dtype(), grad.device());
         if (grad.numel() > 0) {
           GetBackend(grad.device()).Copy(full.Slice(a, start, end, step), grad);
         }
@@ -350,12 +350,12 @@ TensorBase TensorBase::Expand(const Shape& shape) const {
   // Copied, not moved: gcc 12 reports a false "may be used uninitialized"
   // inside absl::InlinedVector's move here, and 8 strides cost nothing.
   TensorBase view(storage_, dtype_, shape, strides, offset_);
-  if (!autograd::ShouldRecord(*this)) return view;
+  if (!autodiff::ShouldRecord(*this)) return view;
   // Each input element fed every output element it was broadcast to.
-  return autograd::Record(
+  return autodiff::Record(
       "expand", {*this}, std::move(view),
       [input_shape = shape_](const TensorBase& grad) {
-        return GradList{autograd::SumToShape(grad, input_shape)};
+        return GradList{autodiff::SumToShape(grad, input_shape)};
       });
 }
 
@@ -371,8 +371,8 @@ TensorBase TensorBase::Unsqueeze(int axis) const {
   strides.insert(a, stride);
   TensorBase view(storage_, dtype_, std::move(shape), std::move(strides),
                   offset_);
-  if (!autograd::ShouldRecord(*this)) return view;
-  return autograd::Record(
+  if (!autodiff::ShouldRecord(*this)) return view;
+  return autodiff::Record(
       "unsqueeze", {*this}, std::move(view),
       [a](const TensorBase& grad) { return GradList{grad.Squeeze(a)}; });
 }
@@ -387,8 +387,8 @@ TensorBase TensorBase::Squeeze(int axis) const {
   strides.erase(a);
   TensorBase view(storage_, dtype_, std::move(shape), std::move(strides),
                   offset_);
-  if (!autograd::ShouldRecord(*this)) return view;
-  return autograd::Record(
+  if (!autodiff::ShouldRecord(*this)) return view;
+  return autodiff::Record(
       "squeeze", {*this}, std::move(view),
       [a](const TensorBase& grad) { return GradList{grad.Unsqueeze(a)}; });
 }
@@ -401,8 +401,8 @@ TensorBase TensorBase::Contiguous() const {
 TensorBase TensorBase::Clone() const {
   TensorBase result = Empty(shape_, dtype_, device());
   if (numel() > 0) GetBackend(device()).Copy(result, *this);
-  if (!autograd::ShouldRecord(*this)) return result;
-  return autograd::Record(
+  if (!autodiff::ShouldRecord(*this)) return result;
+  return autodiff::Record(
       "clone", {*this}, std::move(result),
       [](const TensorBase& grad) { return GradList{grad}; });
 }
@@ -411,9 +411,9 @@ TensorBase TensorBase::To(DType dtype) const {
   if (dtype == dtype_) return *this;
   TensorBase result = Empty(shape_, dtype, device());
   if (numel() > 0) GetBackend(device()).Copy(result, *this);
-  if (!autograd::ShouldRecord(*this)) return result;
+  if (!autodiff::ShouldRecord(*this)) return result;
   // Integer and bool results are not recorded (Record drops them).
-  return autograd::Record("to", {*this}, std::move(result),
+  return autodiff::Record("to", {*this}, std::move(result),
                           [input_dtype = dtype_](const TensorBase& grad) {
                             return GradList{grad.To(input_dtype)};
                           });
@@ -428,9 +428,9 @@ TensorBase TensorBase::ToDevice(const Device& device) const {
                      numel() * element_size());
   // A leaf moves as a leaf (a Param's value on its new device keeps the
   // Param's id); a result records the move, whose gradient moves back.
-  if (is_leaf()) return result.WithAutogradMeta(autograd_);
-  if (!autograd::ShouldRecord(*this)) return result;
-  return autograd::Record("to_device", {*this}, std::move(result),
+  if (is_leaf()) return result.WithAutodiffMeta(autodiff_);
+  if (!autodiff::ShouldRecord(*this)) return result;
+  return autodiff::Record("to_device", {*this}, std::move(result),
                           [source = this->device()](const TensorBase& grad) {
                             return GradList{grad.ToDevice(source)};
                           });
@@ -459,9 +459,9 @@ void TensorBase::MakeWritable() {
   KINDLING_CHECK(storage_ != nullptr, "tensor: use of an undefined tensor");
   if (storage_->is_read_only()) {
     // The private copy is the same tensor to autodiff: keep the metadata.
-    std::shared_ptr<const AutogradMeta> meta = autograd_;
+    std::shared_ptr<const AutodiffMeta> meta = autodiff_;
     *this = Detach().Clone();
-    autograd_ = std::move(meta);
+    autodiff_ = std::move(meta);
   }
   storage_->BumpVersion();
 }

@@ -2,7 +2,7 @@
 //
 // TensorBase is the untyped handle under Tensor<D, K>: a shared_ptr to a
 // Storage plus dtype, shape, element strides and element offset, and a
-// pointer to immutable autograd metadata (autograd_meta.h; null when the
+// pointer to immutable autodiff metadata (autodiff_meta.h; null when the
 // tensor needs no gradient). Copying it copies no data. Code that does not know
 // ranks at compile time (checkpoint I/O, the generator's record types,
 // backends) works with TensorBase; user code uses Tensor<D, K> (tensor.h),
@@ -34,7 +34,7 @@
 
 namespace kindling {
 
-struct AutogradMeta;
+struct AutodiffMeta;
 
 // [[nodiscard]] like Tensor: a discarded TensorBase result is a lost op.
 class [[nodiscard]] TensorBase {
@@ -80,25 +80,25 @@ class [[nodiscard]] TensorBase {
   // may have any stride).
   bool is_contiguous() const;
 
-  // --- Autodiff (see autograd_meta.h) ---------------------------------------
+  // --- Autodiff (see autodiff_meta.h) ---------------------------------------
 
   // is_require_grad() is true for a leaf that requires grad and for the
   // result of an op recorded on one.
-  bool is_require_grad() const { return autograd_ != nullptr; }
+  bool is_require_grad() const { return autodiff_ != nullptr; }
   // is_leaf() is true unless the tensor is a recorded op's result.
   bool is_leaf() const;
   // leaf_id() is the ParamId a leaf's gradient is reported under.
   // REQUIRES: a leaf that requires grad (checked).
   ParamId leaf_id() const;
-  // autograd_meta() is null when no gradient is needed.
-  const std::shared_ptr<const AutogradMeta>& autograd_meta() const {
-    return autograd_;
+  // autodiff_meta() is null when no gradient is needed.
+  const std::shared_ptr<const AutodiffMeta>& autodiff_meta() const {
+    return autodiff_;
   }
   // set_require_grad() returns a handle sharing the storage: with true, this
   // tensor when it already requires grad, else a leaf with a fresh ParamId;
   // with false, Detach().
   TensorBase set_require_grad(bool require_grad) const;
-  // Detach() returns a handle sharing the storage with no autograd metadata:
+  // Detach() returns a handle sharing the storage with no autodiff metadata:
   // gradients do not flow through it.
   TensorBase Detach() const;
   // AsParamLeaf() is what a Param stores: detached, and a leaf with `id` when
@@ -108,9 +108,9 @@ class [[nodiscard]] TensorBase {
   // (Gradients::Get) although it is an op result. A leaf, or a
   // tensor that requires no grad, is returned as is.
   TensorBase RetainGrad() const;
-  // WithAutogradMeta() returns a handle sharing the storage with `meta`: for
-  // the autograd machinery (autograd::Record, leaves).
-  TensorBase WithAutogradMeta(std::shared_ptr<const AutogradMeta> meta) const;
+  // WithAutodiffMeta() returns a handle sharing the storage with `meta`: for
+  // the autodiff machinery (autodiff::Record, leaves).
+  TensorBase WithAutodiffMeta(std::shared_ptr<const AutodiffMeta> meta) const;
 
   // NormalizeAxis() maps -rank..rank-1 to 0..rank-1, aborting with `op` in
   // the message when out of range.
@@ -156,7 +156,7 @@ class [[nodiscard]] TensorBase {
   // bumps the storage's version, so autodiff can tell that tensors it saved
   // from this storage are stale (saved_tensor.h). Every writer that changes
   // an existing tensor's elements calls it first. The handle keeps its
-  // autograd metadata.
+  // autodiff metadata.
   void MakeWritable();
 
   // ToString() prints dtype, shape and device, e.g. "Tensor(f32[2, 3], cpu)".
@@ -168,7 +168,7 @@ class [[nodiscard]] TensorBase {
   Shape shape_;
   Shape strides_;
   int64_t offset_ = 0;
-  std::shared_ptr<const AutogradMeta> autograd_;
+  std::shared_ptr<const AutodiffMeta> autodiff_;
 };
 
 }  // namespace kindling
