@@ -140,6 +140,31 @@ void EmitRecord(const Module& module, llvm::raw_ostream& out) {
   out << "};\n\n";
 }
 
+// kTypeName: the qualified name, and for a template its arguments as
+// instantiated ("demo::Tower<3>"), built once at run time (type_name.h).
+void EmitTypeName(const Module& module, llvm::raw_ostream& out) {
+  if (module.template_parameters.empty()) {
+    out << "  static constexpr const char* kTypeName = \""
+        << module.qualified_name << "\";\n";
+    return;
+  }
+  out << "  static inline const std::string kTypeName = "
+         "::kindling::TemplateTypeName(\""
+      << module.qualified_name << "\", {";
+  for (size_t i = 0; i < module.template_parameters.size(); ++i) {
+    std::string argument = module.template_parameters[i].argument;
+    std::string pack;
+    if (argument.size() > 3 &&
+        argument.compare(argument.size() - 3, 3, "...") == 0) {
+      argument.resize(argument.size() - 3);
+      pack = "...";
+    }
+    out << (i > 0 ? ", " : "") << "::kindling::TemplateArgumentName<"
+        << argument << ">()" << pack;
+  }
+  out << "});\n";
+}
+
 void EmitTraits(const Module& module, llvm::raw_ostream& out) {
   const bool has_fields = !module.parametric_fields.empty();
   if (module.template_parameters.empty()) {
@@ -148,10 +173,9 @@ void EmitTraits(const Module& module, llvm::raw_ostream& out) {
     out << TemplateHead(module);
   }
   out << "struct ModuleTraits<" << ModuleType(module) << "> {\n"
-      << "  static constexpr bool kIsModule = true;\n"
-      << "  static constexpr const char* kTypeName = \""
-      << module.qualified_name << "\";\n"
-      << "  using Record = " << RecordType(module) << ";\n\n";
+      << "  static constexpr bool kIsModule = true;\n";
+  EmitTypeName(module, out);
+  out << "  using Record = " << RecordType(module) << ";\n\n";
 
   out << "  template <class Self, class Fn>\n";
   if (has_fields) {

@@ -66,8 +66,11 @@ TEST(GeneratedModule, IsAModule) {
   static_assert(!Module<ScalarParameter>);
   EXPECT_STREQ("kindling::codegen_test::TinyModel",
                ModuleTraits<TinyModel>::kTypeName);
-  EXPECT_STREQ("kindling::codegen_test::TinyBlock",
-               (ModuleTraits<TinyBlock<ScalarParameter, 3>>::kTypeName));
+  // A template's name carries its arguments.
+  EXPECT_EQ(
+      "kindling::codegen_test::TinyBlock<"
+      "kindling::codegen_test::ScalarParameter, 3>",
+      (ModuleTraits<TinyBlock<ScalarParameter, 3>>::kTypeName));
 }
 
 TEST(GeneratedModule, ForEachFieldListsParametricFieldsInOrder) {

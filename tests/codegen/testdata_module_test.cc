@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kindling/module/module.h"
+#include "kindling/record/checkpoint.h"
 #include "tests/codegen/testdata/choices.kindling.h"
 #include "tests/codegen/testdata/constants.kindling.h"
 #include "tests/codegen/testdata/containers.kindling.h"
@@ -39,6 +41,7 @@ using ::kindling::Tensor;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::MatchesRegex;
 
 // Filler makes initialized leaves, each filled with the next value, so two
 // modules built from fillers with different starts differ in every leaf.
@@ -294,6 +297,36 @@ TEST(TemplateModules, WalksCountsAndRecords) {
   ExpectRecordRoundTrip(MakeBank);
   ExpectRecordRoundTrip(MakeChain);
   ExpectRecordRoundTrip(uses_block);
+}
+
+// A module template's kTypeName carries its arguments as instantiated: a
+// module argument by its own kTypeName, an integer by value, any other type
+// or template as the compiler names it.
+TEST(TemplateModules, TypeNamesCarryTheirArguments) {
+  // GCC may spell Tensor<2> with its default Kind argument.
+  EXPECT_THAT(
+      (kindling::ModuleTraits<Block<Tensor<2>, 4>>::kTypeName),
+      MatchesRegex(
+          R"(demo::Block<kindling::Tensor<2(, kindling::Float)?>, 4>)"));
+  EXPECT_EQ("demo::Bank<float, 1, 2>",
+            (kindling::ModuleTraits<Bank<float, 1, 2>>::kTypeName));
+  EXPECT_THAT(
+      (kindling::ModuleTraits<Chain<std::vector, Tensor<1>>>::kTypeName),
+      MatchesRegex(
+          R"(demo::Chain<std::vector, kindling::Tensor<1(, kindling::Float)?>>)"));
+  EXPECT_EQ("demo::Mixture<demo::Gate, demo::Expert>",
+            (kindling::ModuleTraits<Mixture<Gate, Expert>>::kTypeName));
+  EXPECT_EQ("demo::Mixture<>", kindling::ModuleTraits<Mixture<>>::kTypeName);
+  // A checkpoint names the instantiation it was saved from.
+  const std::string path =
+      std::string(std::getenv("TEST_TMPDIR")) + "/bank.safetensors";
+  Filler filler(1.0f);
+  ASSERT_TRUE(kindling::SaveModule(MakeBank(filler), path).ok());
+  Bank<float, 1, 2> loaded = MakeBank(filler);
+  absl::StatusOr<kindling::LoadReport> report =
+      kindling::LoadModule(loaded, path);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ("demo::Bank<float, 1, 2>", report->file_module_type);
 }
 
 // --- nested.h --------------------------------------------------------------

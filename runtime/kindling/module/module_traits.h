@@ -23,6 +23,12 @@
 //     static constexpr const char* kTypeName = "demo::Mlp";
 //     using Record = ::demo::MlpRecord;
 //
+//     // (A module template's kTypeName carries its arguments, built once:
+//     //   static inline const std::string kTypeName =
+//     //       kindling::TemplateTypeName("demo::Tower",
+//     //           {kindling::TemplateArgumentName<N>()});
+//     // so a Tower<3> is "demo::Tower<3>" in checkpoints and messages.)
+//
 //     // Calls fn(name, field) for each field that can hold parameters, in
 //     // declaration order. `Self` is the module type, const or not.
 //     template <class Self, class Fn>
@@ -59,9 +65,11 @@
 #ifndef KINDLING_MODULE_MODULE_TRAITS_H_
 #define KINDLING_MODULE_MODULE_TRAITS_H_
 
+#include <string>
 #include <type_traits>
 
 #include "kindling/module/annotations.h"
+#include "kindling/module/type_name.h"
 
 namespace kindling {
 
@@ -75,6 +83,18 @@ struct ModuleTraits {
 // Module: a type with generated (or hand-written) ModuleTraits.
 template <class M>
 concept Module = ModuleTraits<std::remove_cvref_t<M>>::kIsModule;
+
+// TemplateArgumentName<T>(): a type argument of a module template's
+// kTypeName (type_name.h has the value and template overloads): a module by
+// its own kTypeName, any other type as the compiler names it.
+template <class T>
+std::string TemplateArgumentName() {
+  if constexpr (ModuleTraits<T>::kIsModule) {
+    return std::string(ModuleTraits<T>::kTypeName);
+  } else {
+    return std::string(module_internal::CompilerTypeName<T>());
+  }
+}
 
 // ForEachConstant() calls ModuleTraits<M>::ForEachConstant(module, fn) when
 // the module has constants; the generator writes that member only then.

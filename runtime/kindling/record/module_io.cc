@@ -25,8 +25,16 @@
 namespace kindling::record {
 namespace {
 
-bool Contains(const std::vector<std::string>& list, std::string_view item) {
-  return std::find(list.begin(), list.end(), item) != list.end();
+// ListsType(): `types` names `owner_type` exactly, or names its template
+// without arguments ("kindling::nn::BatchNorm" lists every
+// "kindling::nn::BatchNorm<R>").
+bool ListsType(const std::vector<std::string>& types,
+               std::string_view owner_type) {
+  const std::string_view template_name =
+      owner_type.substr(0, owner_type.find('<'));
+  return std::any_of(types.begin(), types.end(), [&](const std::string& type) {
+    return type == owner_type || type == template_name;
+  });
 }
 
 // The last dotted component of a path, and everything before it.
@@ -122,14 +130,14 @@ int ModuleLoader::Plan(const LeafQuery& leaf) {
   const std::string_view name = LastComponent(leaf.path);
   const bool pytorch = options_.pytorch.has_value();
   const bool transpose =
-      pytorch && Contains(options_.pytorch->linear_types, leaf.owner_type) &&
+      pytorch && ListsType(options_.pytorch->linear_types, leaf.owner_type) &&
       name == "weight" && leaf.rank == 2;
 
   const TensorInfo* info = nullptr;
   if (auto it = by_key_.find(ToAbsl(leaf.path)); it != by_key_.end()) {
     info = it->second;
   } else if (pytorch &&
-             Contains(options_.pytorch->norm_types, leaf.owner_type) &&
+             ListsType(options_.pytorch->norm_types, leaf.owner_type) &&
              !PyTorchNormName(name).empty()) {
     const std::string alias =
         WithLastComponent(leaf.path, PyTorchNormName(name));
@@ -243,11 +251,11 @@ void ModuleSaver::Add(std::string_view path, std::string_view owner_type,
   entry.id = id;
   if (options_.pytorch.has_value()) {
     const std::string_view name = LastComponent(path);
-    if (Contains(options_.pytorch->linear_types, owner_type) &&
+    if (ListsType(options_.pytorch->linear_types, owner_type) &&
         name == "weight" && value.rank() == 2) {
       entry.value = value.Transpose(0, 1);  // a view; copied when written
     }
-    if (Contains(options_.pytorch->norm_types, owner_type) &&
+    if (ListsType(options_.pytorch->norm_types, owner_type) &&
         !PyTorchNormName(name).empty()) {
       entry.spec.name = WithLastComponent(path, PyTorchNormName(name));
     }

@@ -50,7 +50,9 @@ struct KeyRemapRule {
 };
 
 // PyTorchAdapter: translate between Kindling's layer layouts and torch.nn's,
-// by the module type (ModuleTraits<M>::kTypeName) that owns a parameter.
+// by the module type (ModuleTraits<M>::kTypeName) that owns a parameter. A
+// template listed without arguments ("kindling::nn::BatchNorm") stands for
+// every instantiation ("kindling::nn::BatchNorm<4>").
 //   * linear_types: the rank-2 `weight` is [in, out] here and [out, in] in
 //     PyTorch; it is transposed on load and on save.
 //   * norm_types: `gamma`/`beta` are PyTorch's `weight`/`bias`. On load the

@@ -145,7 +145,8 @@ namespace kindling {
 template <class... Experts>
 struct ModuleTraits<::demo::Mixture<Experts...>> {
   static constexpr bool kIsModule = true;
-  static constexpr const char* kTypeName = "demo::Mixture";
+  static inline const std::string kTypeName = ::kindling::TemplateTypeName(
+      "demo::Mixture", {::kindling::TemplateArgumentName<Experts>()...});
   using Record = ::demo::MixtureRecord<Experts...>;
 
   template <class Self, class Fn>

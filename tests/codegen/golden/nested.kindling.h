@@ -129,7 +129,8 @@ namespace kindling {
 template <int N>
 struct ModuleTraits<::demo::Zoo::Tower<N>> {
   static constexpr bool kIsModule = true;
-  static constexpr const char* kTypeName = "demo::Zoo::Tower";
+  static inline const std::string kTypeName = ::kindling::TemplateTypeName(
+      "demo::Zoo::Tower", {::kindling::TemplateArgumentName<N>()});
   using Record = ::demo::Zoo_TowerRecord<N>;
 
   template <class Self, class Fn>

@@ -29,7 +29,9 @@ namespace kindling {
 template <class T, int N>
 struct ModuleTraits<::demo::Block<T, N>> {
   static constexpr bool kIsModule = true;
-  static constexpr const char* kTypeName = "demo::Block";
+  static inline const std::string kTypeName = ::kindling::TemplateTypeName(
+      "demo::Block", {::kindling::TemplateArgumentName<T>(),
+                      ::kindling::TemplateArgumentName<N>()});
   using Record = ::demo::BlockRecord<T, N>;
 
   template <class Self, class Fn>
@@ -75,7 +77,9 @@ namespace kindling {
 template <std::copyable T, std::size_t... Ranks>
 struct ModuleTraits<::demo::Bank<T, Ranks...>> {
   static constexpr bool kIsModule = true;
-  static constexpr const char* kTypeName = "demo::Bank";
+  static inline const std::string kTypeName = ::kindling::TemplateTypeName(
+      "demo::Bank", {::kindling::TemplateArgumentName<T>(),
+                     ::kindling::TemplateArgumentName<Ranks>()...});
   using Record = ::demo::BankRecord<T, Ranks...>;
 
   template <class Self, class Fn>
@@ -110,7 +114,9 @@ namespace kindling {
 template <template <class...> class Sequence, class T>
 struct ModuleTraits<::demo::Chain<Sequence, T>> {
   static constexpr bool kIsModule = true;
-  static constexpr const char* kTypeName = "demo::Chain";
+  static inline const std::string kTypeName = ::kindling::TemplateTypeName(
+      "demo::Chain", {::kindling::TemplateArgumentName<Sequence>(),
+                      ::kindling::TemplateArgumentName<T>()});
   using Record = ::demo::ChainRecord<Sequence, T>;
 
   template <class Self, class Fn>
