@@ -166,7 +166,6 @@ void EmitTypeName(const Module& module, llvm::raw_ostream& out) {
 }
 
 void EmitTraits(const Module& module, llvm::raw_ostream& out) {
-  const bool has_fields = !module.parametric_fields.empty();
   if (module.template_parameters.empty()) {
     out << "template <>\n";
   } else {
@@ -177,30 +176,16 @@ void EmitTraits(const Module& module, llvm::raw_ostream& out) {
   EmitTypeName(module, out);
   out << "  using Record = " << RecordType(module) << ";\n\n";
 
-  out << "  template <class Self, class Fn>\n";
-  if (has_fields) {
-    out << "  static void ForEachField(Self& module, Fn&& fn) {\n";
-    for (const Field& field : module.parametric_fields) {
-      out << "    fn(\"" << field.name << "\", module." << field.name << ");\n";
-    }
-    out << "  }\n\n";
-  } else {
-    out << "  static void ForEachField(Self& /*module*/, Fn&& /*fn*/) {}\n\n";
+  // One table of the fields that can hold parameters; module_traits.h's
+  // ForEachField() and ForEachFieldWithRecord() walk it.
+  out << "  static constexpr auto kFields = std::make_tuple(";
+  for (size_t i = 0; i < module.parametric_fields.size(); ++i) {
+    const Field& field = module.parametric_fields[i];
+    out << (i > 0 ? ", " : "") << "::kindling::FieldOf(\"" << field.name
+        << "\", &" << ModuleType(module) << "::" << field.name << ", &"
+        << RecordType(module) << "::" << field.name << ")";
   }
-
-  out << "  template <class Self, class RecordSelf, class Fn>\n";
-  if (has_fields) {
-    out << "  static void ForEachFieldWithRecord(Self& module, RecordSelf& "
-           "record, Fn&& fn) {\n";
-    for (const Field& field : module.parametric_fields) {
-      out << "    fn(\"" << field.name << "\", module." << field.name
-          << ", record." << field.name << ");\n";
-    }
-    out << "  }\n";
-  } else {
-    out << "  static void ForEachFieldWithRecord(Self& /*module*/, "
-           "RecordSelf& /*record*/, Fn&& /*fn*/) {}\n";
-  }
+  out << ");\n";
 
   // No constants, no member: ForEachConstant() (module_traits.h) then
   // visits nothing.

@@ -44,9 +44,9 @@ TinyModel MakeModel() {
 template <class M>
 std::vector<std::string> FieldNames(M& module) {
   std::vector<std::string> names;
-  ModuleTraits<std::remove_const_t<M>>::ForEachField(
-      module,
-      [&](const char* name, auto& /*field*/) { names.push_back(name); });
+  kindling::ForEachField(module, [&](const char* name, auto& /*field*/) {
+    names.push_back(name);
+  });
   return names;
 }
 
@@ -120,7 +120,7 @@ TEST(GeneratedModule, RecordHasOneMemberPerParametricField) {
   std::vector<std::string> names;
   TinyModel model = MakeModel();
   TinyModelRecord record{};
-  ModuleTraits<TinyModel>::ForEachFieldWithRecord(
+  kindling::ForEachFieldWithRecord(
       model, record, [&](const char* name, auto& /*field*/, auto& /*member*/) {
         names.push_back(name);
       });

@@ -200,7 +200,10 @@ TEST(GeneratedTest, PrintShowsTypesShapesAndCounts) {
                               "  (trunk): acme::vision::models::Mlp(\n"
                               "    (fc1): kindling::nn::Linear(\n"
                               "      (weight): Param[4, 8] cpu lazy\n"));
-  EXPECT_THAT(text, HasSubstr("(pair): acme::vision::models::Stack("));
+  // A template prints with its arguments.
+  EXPECT_THAT(text, HasSubstr("(pair): acme::vision::models::Stack<"
+                              "kindling::nn::Linear, 2>("));
+  EXPECT_THAT(text, HasSubstr("(bn): kindling::nn::BatchNorm<2>("));
   EXPECT_THAT(text, HasSubstr("(head): acme::vision::models::Residual("));
   EXPECT_THAT(text, HasSubstr("(running_mean): Buffer[3] cpu lazy"));
 }

@@ -68,7 +68,7 @@ class TreePrinter {
       using Traits = ModuleTraits<Field>;
       out_ << Traits::kTypeName << "(\n";
       ++depth_;
-      Traits::ForEachField(field, [&](const char* name, const auto& member) {
+      ForEachField(field, [&](const char* name, const auto& member) {
         Entry(name, member);
       });
       ForEachConstant(field, [&](const char* name, const auto& value) {

@@ -29,21 +29,13 @@
 //     //           {kindling::TemplateArgumentName<N>()});
 //     // so a Tower<3> is "demo::Tower<3>" in checkpoints and messages.)
 //
-//     // Calls fn(name, field) for each field that can hold parameters, in
-//     // declaration order. `Self` is the module type, const or not.
-//     template <class Self, class Fn>
-//     static void ForEachField(Self& module, Fn&& fn) {
-//       fn("fc1", module.fc1);
-//       fn("hidden", module.hidden);
-//     }
-//
-//     // The same fields, each with its member of the record.
-//     template <class Self, class RecordSelf, class Fn>
-//     static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-//                                        Fn&& fn) {
-//       fn("fc1", module.fc1, record.fc1);
-//       fn("hidden", module.hidden, record.hidden);
-//     }
+//     // The fields that can hold parameters, in declaration order: each
+//     // field's name, its member and its record's member. ForEachField()
+//     // and ForEachFieldWithRecord() (below) walk this one table.
+//     static constexpr auto kFields = std::make_tuple(
+//         kindling::FieldOf("fc1", &::demo::Mlp::fc1, &::demo::MlpRecord::fc1),
+//         kindling::FieldOf("hidden", &::demo::Mlp::hidden,
+//                           &::demo::MlpRecord::hidden));
 //
 //     // Constants: kept, copied and printed, never saved. Written only
 //     // for a module that has some (read through ForEachConstant()).
@@ -60,12 +52,18 @@
 // then emits each module's record followed by its traits, a module before
 // any module of the same header that holds it.
 //
-// A hand-written specialization of the same shape works too (the benchmarks
-// compare one against the generated code).
+// A hand-written specialization works too (the benchmarks compare one against
+// the generated code): instead of kFields it may define the two walks itself,
+//   template <class Self, class Fn>
+//   static void ForEachField(Self& module, Fn&& fn);  // fn(name, field)
+//   template <class Self, class RecordSelf, class Fn>
+//   static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
+//                                      Fn&& fn);  // fn(name, field, record)
 #ifndef KINDLING_MODULE_MODULE_TRAITS_H_
 #define KINDLING_MODULE_MODULE_TRAITS_H_
 
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 #include "kindling/module/annotations.h"
@@ -93,6 +91,54 @@ std::string TemplateArgumentName() {
     return std::string(ModuleTraits<T>::kTypeName);
   } else {
     return std::string(module_internal::CompilerTypeName<T>());
+  }
+}
+
+// FieldEntry: one row of ModuleTraits::kFields.
+template <class M, class T, class R, class RecordT>
+struct FieldEntry {
+  const char* name;
+  T M::*member;
+  RecordT R::*record_member;
+};
+
+// FieldOf() is the FieldEntry of a field and its record's member.
+template <class M, class T, class R, class RecordT>
+constexpr FieldEntry<M, T, R, RecordT> FieldOf(const char* name, T M::*member,
+                                               RecordT R::*record_member) {
+  return {name, member, record_member};
+}
+
+// ForEachField() calls fn(name, field) for each field of `module` that can
+// hold parameters, in declaration order; `Self` is the module type, const or
+// not.
+template <class Self, class Fn>
+void ForEachField(Self& module, Fn&& fn) {
+  using Traits = ModuleTraits<std::remove_cvref_t<Self>>;
+  if constexpr (requires { Traits::kFields; }) {
+    std::apply(
+        [&](const auto&... field) {
+          (fn(field.name, module.*field.member), ...);
+        },
+        Traits::kFields);
+  } else {
+    Traits::ForEachField(module, fn);
+  }
+}
+
+// ForEachFieldWithRecord() calls fn(name, field, field's record member).
+template <class Self, class RecordSelf, class Fn>
+void ForEachFieldWithRecord(Self& module, RecordSelf& record, Fn&& fn) {
+  using Traits = ModuleTraits<std::remove_cvref_t<Self>>;
+  if constexpr (requires { Traits::kFields; }) {
+    std::apply(
+        [&](const auto&... field) {
+          (fn(field.name, module.*field.member, record.*field.record_member),
+           ...);
+        },
+        Traits::kFields);
+  } else {
+    Traits::ForEachFieldWithRecord(module, record, fn);
   }
 }
 

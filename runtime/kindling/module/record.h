@@ -153,7 +153,7 @@ RecordOf<Field> IntoRecord(const Field& field) {
     record.id = field.id();
     record.value = field.value();
   } else if constexpr (Module<Field>) {
-    ModuleTraits<Field>::ForEachFieldWithRecord(
+    ForEachFieldWithRecord(
         field, record,
         [](const char*, const auto& member, auto& member_record) {
           member_record = IntoRecord(member);
@@ -268,7 +268,7 @@ void LoadInto(Field& field, const RecordOf<Field>& record, ParamPath& path,
       field = field.with_value(std::move(value), record.id);
     }
   } else if constexpr (Module<Field>) {
-    ModuleTraits<Field>::ForEachFieldWithRecord(
+    ForEachFieldWithRecord(
         field, record,
         [&](const char* name, auto& member, const auto& member_record) {
           ScopedPathComponent component(path, std::string_view(name));

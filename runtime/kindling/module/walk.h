@@ -57,7 +57,7 @@ void ForEachOwnedLeaf(Field& field, ParamPath& path, std::string_view owner,
     fn(path.view(), owner, field);
   } else if constexpr (Module<Field>) {
     using Traits = ModuleTraits<std::remove_cvref_t<Field>>;
-    Traits::ForEachField(field, [&](const char* name, auto& member) {
+    ForEachField(field, [&](const char* name, auto& member) {
       ScopedPathComponent component(path, std::string_view(name));
       ForEachOwnedLeaf(member, path, std::string_view(Traits::kTypeName), fn);
     });

@@ -28,16 +28,8 @@ struct ModuleTraits<::demo::Gate> {
   static constexpr const char* kTypeName = "demo::Gate";
   using Record = ::demo::GateRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("weight", module.weight);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("weight", module.weight, record.weight);
-  }
+  static constexpr auto kFields = std::make_tuple(::kindling::FieldOf(
+      "weight", &::demo::Gate::weight, &::demo::GateRecord::weight));
 };
 
 }  // namespace kindling
@@ -61,18 +53,10 @@ struct ModuleTraits<::demo::Expert> {
   static constexpr const char* kTypeName = "demo::Expert";
   using Record = ::demo::ExpertRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("up", module.up);
-    fn("down", module.down);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("up", module.up, record.up);
-    fn("down", module.down, record.down);
-  }
+  static constexpr auto kFields = std::make_tuple(
+      ::kindling::FieldOf("up", &::demo::Expert::up, &::demo::ExpertRecord::up),
+      ::kindling::FieldOf("down", &::demo::Expert::down,
+                          &::demo::ExpertRecord::down));
 };
 
 }  // namespace kindling
@@ -103,22 +87,15 @@ struct ModuleTraits<::demo::Router> {
   static constexpr const char* kTypeName = "demo::Router";
   using Record = ::demo::RouterRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("route", module.route);
-    fn("parts", module.parts);
-    fn("pair", module.pair);
-    fn("spare", module.spare);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("route", module.route, record.route);
-    fn("parts", module.parts, record.parts);
-    fn("pair", module.pair, record.pair);
-    fn("spare", module.spare, record.spare);
-  }
+  static constexpr auto kFields =
+      std::make_tuple(::kindling::FieldOf("route", &::demo::Router::route,
+                                          &::demo::RouterRecord::route),
+                      ::kindling::FieldOf("parts", &::demo::Router::parts,
+                                          &::demo::RouterRecord::parts),
+                      ::kindling::FieldOf("pair", &::demo::Router::pair,
+                                          &::demo::RouterRecord::pair),
+                      ::kindling::FieldOf("spare", &::demo::Router::spare,
+                                          &::demo::RouterRecord::spare));
 
   template <class Fn>
   static void ForEachConstant(const ::demo::Router& module, Fn&& fn) {
@@ -149,18 +126,11 @@ struct ModuleTraits<::demo::Mixture<Experts...>> {
       "demo::Mixture", {::kindling::TemplateArgumentName<Experts>()...});
   using Record = ::demo::MixtureRecord<Experts...>;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("experts", module.experts);
-    fn("active", module.active);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("experts", module.experts, record.experts);
-    fn("active", module.active, record.active);
-  }
+  static constexpr auto kFields = std::make_tuple(
+      ::kindling::FieldOf("experts", &::demo::Mixture<Experts...>::experts,
+                          &::demo::MixtureRecord<Experts...>::experts),
+      ::kindling::FieldOf("active", &::demo::Mixture<Experts...>::active,
+                          &::demo::MixtureRecord<Experts...>::active));
 };
 
 }  // namespace kindling

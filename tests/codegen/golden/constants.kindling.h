@@ -28,16 +28,9 @@ struct ModuleTraits<::demo::Classifier> {
   static constexpr const char* kTypeName = "demo::Classifier";
   using Record = ::demo::ClassifierRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("weight", module.weight);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("weight", module.weight, record.weight);
-  }
+  static constexpr auto kFields =
+      std::make_tuple(::kindling::FieldOf("weight", &::demo::Classifier::weight,
+                                          &::demo::ClassifierRecord::weight));
 
   template <class Fn>
   static void ForEachConstant(const ::demo::Classifier& module, Fn&& fn) {
@@ -70,12 +63,7 @@ struct ModuleTraits<::demo::Identity> {
   static constexpr const char* kTypeName = "demo::Identity";
   using Record = ::demo::IdentityRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& /*module*/, Fn&& /*fn*/) {}
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& /*module*/, RecordSelf& /*record*/,
-                                     Fn&& /*fn*/) {}
+  static constexpr auto kFields = std::make_tuple();
 
   template <class Fn>
   static void ForEachConstant(const ::demo::Identity& module, Fn&& fn) {

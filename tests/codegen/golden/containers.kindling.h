@@ -28,16 +28,8 @@ struct ModuleTraits<::demo::Dense> {
   static constexpr const char* kTypeName = "demo::Dense";
   using Record = ::demo::DenseRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("weight", module.weight);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("weight", module.weight, record.weight);
-  }
+  static constexpr auto kFields = std::make_tuple(::kindling::FieldOf(
+      "weight", &::demo::Dense::weight, &::demo::DenseRecord::weight));
 };
 
 }  // namespace kindling
@@ -60,16 +52,8 @@ struct ModuleTraits<::demo::Conv> {
   static constexpr const char* kTypeName = "demo::Conv";
   using Record = ::demo::ConvRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("kernel", module.kernel);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("kernel", module.kernel, record.kernel);
-  }
+  static constexpr auto kFields = std::make_tuple(::kindling::FieldOf(
+      "kernel", &::demo::Conv::kernel, &::demo::ConvRecord::kernel));
 };
 
 }  // namespace kindling
@@ -98,26 +82,19 @@ struct ModuleTraits<::demo::Stack> {
   static constexpr const char* kTypeName = "demo::Stack";
   using Record = ::demo::StackRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("layers", module.layers);
-    fn("heads", module.heads);
-    fn("projection", module.projection);
-    fn("stem", module.stem);
-    fn("maybe_convs", module.maybe_convs);
-    fn("scales", module.scales);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("layers", module.layers, record.layers);
-    fn("heads", module.heads, record.heads);
-    fn("projection", module.projection, record.projection);
-    fn("stem", module.stem, record.stem);
-    fn("maybe_convs", module.maybe_convs, record.maybe_convs);
-    fn("scales", module.scales, record.scales);
-  }
+  static constexpr auto kFields = std::make_tuple(
+      ::kindling::FieldOf("layers", &::demo::Stack::layers,
+                          &::demo::StackRecord::layers),
+      ::kindling::FieldOf("heads", &::demo::Stack::heads,
+                          &::demo::StackRecord::heads),
+      ::kindling::FieldOf("projection", &::demo::Stack::projection,
+                          &::demo::StackRecord::projection),
+      ::kindling::FieldOf("stem", &::demo::Stack::stem,
+                          &::demo::StackRecord::stem),
+      ::kindling::FieldOf("maybe_convs", &::demo::Stack::maybe_convs,
+                          &::demo::StackRecord::maybe_convs),
+      ::kindling::FieldOf("scales", &::demo::Stack::scales,
+                          &::demo::StackRecord::scales));
 
   template <class Fn>
   static void ForEachConstant(const ::demo::Stack& module, Fn&& fn) {

@@ -32,22 +32,15 @@ struct ModuleTraits<::demo::BatchNorm> {
   static constexpr const char* kTypeName = "demo::BatchNorm";
   using Record = ::demo::BatchNormRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("gamma", module.gamma);
-    fn("beta", module.beta);
-    fn("running_mean", module.running_mean);
-    fn("running_var", module.running_var);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("gamma", module.gamma, record.gamma);
-    fn("beta", module.beta, record.beta);
-    fn("running_mean", module.running_mean, record.running_mean);
-    fn("running_var", module.running_var, record.running_var);
-  }
+  static constexpr auto kFields = std::make_tuple(
+      ::kindling::FieldOf("gamma", &::demo::BatchNorm::gamma,
+                          &::demo::BatchNormRecord::gamma),
+      ::kindling::FieldOf("beta", &::demo::BatchNorm::beta,
+                          &::demo::BatchNormRecord::beta),
+      ::kindling::FieldOf("running_mean", &::demo::BatchNorm::running_mean,
+                          &::demo::BatchNormRecord::running_mean),
+      ::kindling::FieldOf("running_var", &::demo::BatchNorm::running_var,
+                          &::demo::BatchNormRecord::running_var));
 
   template <class Fn>
   static void ForEachConstant(const ::demo::BatchNorm& module, Fn&& fn) {

@@ -29,16 +29,9 @@ struct ModuleTraits<::outer::inner::Embedding> {
   static constexpr const char* kTypeName = "outer::inner::Embedding";
   using Record = ::outer::inner::EmbeddingRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("table", module.table);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("table", module.table, record.table);
-  }
+  static constexpr auto kFields = std::make_tuple(
+      ::kindling::FieldOf("table", &::outer::inner::Embedding::table,
+                          &::outer::inner::EmbeddingRecord::table));
 };
 
 }  // namespace kindling
@@ -61,16 +54,9 @@ struct ModuleTraits<::outer::inner::Encoder> {
   static constexpr const char* kTypeName = "outer::inner::Encoder";
   using Record = ::outer::inner::EncoderRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("embedding", module.embedding);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("embedding", module.embedding, record.embedding);
-  }
+  static constexpr auto kFields = std::make_tuple(
+      ::kindling::FieldOf("embedding", &::outer::inner::Encoder::embedding,
+                          &::outer::inner::EncoderRecord::embedding));
 };
 
 }  // namespace kindling
@@ -95,16 +81,9 @@ struct ModuleTraits<::outer::Decoder> {
   static constexpr const char* kTypeName = "outer::Decoder";
   using Record = ::outer::DecoderRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("embedding", module.embedding);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("embedding", module.embedding, record.embedding);
-  }
+  static constexpr auto kFields = std::make_tuple(
+      ::kindling::FieldOf("embedding", &::outer::Decoder::embedding,
+                          &::outer::DecoderRecord::embedding));
 };
 
 }  // namespace kindling
@@ -124,18 +103,11 @@ struct ModuleTraits<::Seq2Seq> {
   static constexpr const char* kTypeName = "Seq2Seq";
   using Record = ::Seq2SeqRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("encoder", module.encoder);
-    fn("decoder", module.decoder);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("encoder", module.encoder, record.encoder);
-    fn("decoder", module.decoder, record.decoder);
-  }
+  static constexpr auto kFields =
+      std::make_tuple(::kindling::FieldOf("encoder", &::Seq2Seq::encoder,
+                                          &::Seq2SeqRecord::encoder),
+                      ::kindling::FieldOf("decoder", &::Seq2Seq::decoder,
+                                          &::Seq2SeqRecord::decoder));
 };
 
 }  // namespace kindling

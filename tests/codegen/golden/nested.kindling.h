@@ -30,18 +30,11 @@ struct ModuleTraits<::demo::Transformer::Block> {
   static constexpr const char* kTypeName = "demo::Transformer::Block";
   using Record = ::demo::Transformer_BlockRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("attention", module.attention);
-    fn("norm", module.norm);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("attention", module.attention, record.attention);
-    fn("norm", module.norm, record.norm);
-  }
+  static constexpr auto kFields = std::make_tuple(
+      ::kindling::FieldOf("attention", &::demo::Transformer::Block::attention,
+                          &::demo::Transformer_BlockRecord::attention),
+      ::kindling::FieldOf("norm", &::demo::Transformer::Block::norm,
+                          &::demo::Transformer_BlockRecord::norm));
 };
 
 }  // namespace kindling
@@ -65,18 +58,11 @@ struct ModuleTraits<::demo::Transformer> {
   static constexpr const char* kTypeName = "demo::Transformer";
   using Record = ::demo::TransformerRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("embedding", module.embedding);
-    fn("blocks", module.blocks);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("embedding", module.embedding, record.embedding);
-    fn("blocks", module.blocks, record.blocks);
-  }
+  static constexpr auto kFields = std::make_tuple(
+      ::kindling::FieldOf("embedding", &::demo::Transformer::embedding,
+                          &::demo::TransformerRecord::embedding),
+      ::kindling::FieldOf("blocks", &::demo::Transformer::blocks,
+                          &::demo::TransformerRecord::blocks));
 };
 
 }  // namespace kindling
@@ -99,16 +85,8 @@ struct ModuleTraits<::demo::Zoo::Head> {
   static constexpr const char* kTypeName = "demo::Zoo::Head";
   using Record = ::demo::Zoo_HeadRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("bias", module.bias);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("bias", module.bias, record.bias);
-  }
+  static constexpr auto kFields = std::make_tuple(::kindling::FieldOf(
+      "bias", &::demo::Zoo::Head::bias, &::demo::Zoo_HeadRecord::bias));
 };
 
 }  // namespace kindling
@@ -133,16 +111,9 @@ struct ModuleTraits<::demo::Zoo::Tower<N>> {
       "demo::Zoo::Tower", {::kindling::TemplateArgumentName<N>()});
   using Record = ::demo::Zoo_TowerRecord<N>;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("heads", module.heads);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("heads", module.heads, record.heads);
-  }
+  static constexpr auto kFields = std::make_tuple(
+      ::kindling::FieldOf("heads", &::demo::Zoo::Tower<N>::heads,
+                          &::demo::Zoo_TowerRecord<N>::heads));
 };
 
 }  // namespace kindling
@@ -165,16 +136,9 @@ struct ModuleTraits<::demo::Zoo::Inner::Cell> {
   static constexpr const char* kTypeName = "demo::Zoo::Inner::Cell";
   using Record = ::demo::Zoo_Inner_CellRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("gate", module.gate);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("gate", module.gate, record.gate);
-  }
+  static constexpr auto kFields = std::make_tuple(
+      ::kindling::FieldOf("gate", &::demo::Zoo::Inner::Cell::gate,
+                          &::demo::Zoo_Inner_CellRecord::gate));
 };
 
 }  // namespace kindling
@@ -199,20 +163,13 @@ struct ModuleTraits<::demo::UsesNested> {
   static constexpr const char* kTypeName = "demo::UsesNested";
   using Record = ::demo::UsesNestedRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("tower", module.tower);
-    fn("cell", module.cell);
-    fn("block", module.block);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("tower", module.tower, record.tower);
-    fn("cell", module.cell, record.cell);
-    fn("block", module.block, record.block);
-  }
+  static constexpr auto kFields =
+      std::make_tuple(::kindling::FieldOf("tower", &::demo::UsesNested::tower,
+                                          &::demo::UsesNestedRecord::tower),
+                      ::kindling::FieldOf("cell", &::demo::UsesNested::cell,
+                                          &::demo::UsesNestedRecord::cell),
+                      ::kindling::FieldOf("block", &::demo::UsesNested::block,
+                                          &::demo::UsesNestedRecord::block));
 };
 
 }  // namespace kindling

@@ -29,18 +29,11 @@ struct ModuleTraits<::demo::Linear> {
   static constexpr const char* kTypeName = "demo::Linear";
   using Record = ::demo::LinearRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("weight", module.weight);
-    fn("bias", module.bias);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("weight", module.weight, record.weight);
-    fn("bias", module.bias, record.bias);
-  }
+  static constexpr auto kFields =
+      std::make_tuple(::kindling::FieldOf("weight", &::demo::Linear::weight,
+                                          &::demo::LinearRecord::weight),
+                      ::kindling::FieldOf("bias", &::demo::Linear::bias,
+                                          &::demo::LinearRecord::bias));
 };
 
 }  // namespace kindling
@@ -64,18 +57,11 @@ struct ModuleTraits<::demo::TwoLayer> {
   static constexpr const char* kTypeName = "demo::TwoLayer";
   using Record = ::demo::TwoLayerRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("fc1", module.fc1);
-    fn("fc2", module.fc2);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("fc1", module.fc1, record.fc1);
-    fn("fc2", module.fc2, record.fc2);
-  }
+  static constexpr auto kFields =
+      std::make_tuple(::kindling::FieldOf("fc1", &::demo::TwoLayer::fc1,
+                                          &::demo::TwoLayerRecord::fc1),
+                      ::kindling::FieldOf("fc2", &::demo::TwoLayer::fc2,
+                                          &::demo::TwoLayerRecord::fc2));
 };
 
 }  // namespace kindling

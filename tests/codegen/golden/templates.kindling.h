@@ -34,22 +34,15 @@ struct ModuleTraits<::demo::Block<T, N>> {
                       ::kindling::TemplateArgumentName<N>()});
   using Record = ::demo::BlockRecord<T, N>;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("weight", module.weight);
-    fn("taps", module.taps);
-    fn("extra", module.extra);
-    fn("more", module.more);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("weight", module.weight, record.weight);
-    fn("taps", module.taps, record.taps);
-    fn("extra", module.extra, record.extra);
-    fn("more", module.more, record.more);
-  }
+  static constexpr auto kFields = std::make_tuple(
+      ::kindling::FieldOf("weight", &::demo::Block<T, N>::weight,
+                          &::demo::BlockRecord<T, N>::weight),
+      ::kindling::FieldOf("taps", &::demo::Block<T, N>::taps,
+                          &::demo::BlockRecord<T, N>::taps),
+      ::kindling::FieldOf("extra", &::demo::Block<T, N>::extra,
+                          &::demo::BlockRecord<T, N>::extra),
+      ::kindling::FieldOf("more", &::demo::Block<T, N>::more,
+                          &::demo::BlockRecord<T, N>::more));
 
   template <class Fn>
   static void ForEachConstant(const ::demo::Block<T, N>& module, Fn&& fn) {
@@ -82,18 +75,11 @@ struct ModuleTraits<::demo::Bank<T, Ranks...>> {
                      ::kindling::TemplateArgumentName<Ranks>()...});
   using Record = ::demo::BankRecord<T, Ranks...>;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("tensors", module.tensors);
-    fn("scale", module.scale);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("tensors", module.tensors, record.tensors);
-    fn("scale", module.scale, record.scale);
-  }
+  static constexpr auto kFields = std::make_tuple(
+      ::kindling::FieldOf("tensors", &::demo::Bank<T, Ranks...>::tensors,
+                          &::demo::BankRecord<T, Ranks...>::tensors),
+      ::kindling::FieldOf("scale", &::demo::Bank<T, Ranks...>::scale,
+                          &::demo::BankRecord<T, Ranks...>::scale));
 };
 
 }  // namespace kindling
@@ -119,16 +105,9 @@ struct ModuleTraits<::demo::Chain<Sequence, T>> {
                       ::kindling::TemplateArgumentName<T>()});
   using Record = ::demo::ChainRecord<Sequence, T>;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("links", module.links);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("links", module.links, record.links);
-  }
+  static constexpr auto kFields = std::make_tuple(
+      ::kindling::FieldOf("links", &::demo::Chain<Sequence, T>::links,
+                          &::demo::ChainRecord<Sequence, T>::links));
 };
 
 }  // namespace kindling
@@ -152,18 +131,11 @@ struct ModuleTraits<::demo::UsesBlock> {
   static constexpr const char* kTypeName = "demo::UsesBlock";
   using Record = ::demo::UsesBlockRecord;
 
-  template <class Self, class Fn>
-  static void ForEachField(Self& module, Fn&& fn) {
-    fn("block", module.block);
-    fn("blocks", module.blocks);
-  }
-
-  template <class Self, class RecordSelf, class Fn>
-  static void ForEachFieldWithRecord(Self& module, RecordSelf& record,
-                                     Fn&& fn) {
-    fn("block", module.block, record.block);
-    fn("blocks", module.blocks, record.blocks);
-  }
+  static constexpr auto kFields =
+      std::make_tuple(::kindling::FieldOf("block", &::demo::UsesBlock::block,
+                                          &::demo::UsesBlockRecord::block),
+                      ::kindling::FieldOf("blocks", &::demo::UsesBlock::blocks,
+                                          &::demo::UsesBlockRecord::blocks));
 };
 
 }  // namespace kindling
