@@ -341,6 +341,51 @@ TEST(CheckpointTest, PyTorchAdapterTransposesLinearAndRenamesNorms) {
   EXPECT_EQ((kindling::Shape{3, 4}), net.input.weight->shape());
 }
 
+// A key the file lacks is named as the file should hold it, with the
+// nearest key the file does hold; an unexpected key names the nearest leaf.
+TEST(CheckpointTest, MissingAndUnexpectedKeysNameTheNearestMatch) {
+  const std::string path = TempPath("typo.safetensors");
+  ASSERT_TRUE(SaveModule(MakeFilledNet(0.0f), path).ok());
+  rectest::Net net = rectest::MakeNet();
+  LoadOptions options;
+  // A remap rule with a typo: every gamma becomes "gama".
+  options.key_remap = {{R"(\.gamma$)", ".gama"}};
+  absl::StatusOr<LoadReport> report = LoadModule(net, path, options);
+  ASSERT_FALSE(report.ok());
+  const std::string message = Message(report.status());
+  EXPECT_THAT(message,
+              HasSubstr("missing from the file: \"blocks.0.norm.gamma\""
+                        " (did you mean \"blocks.0.norm.gama\"?)"));
+  EXPECT_THAT(message,
+              HasSubstr("unexpected keys in the file: \"blocks.0.norm.gamma\" "
+                        "(remapped to \"blocks.0.norm.gama\") (closest missing "
+                        "leaf: \"blocks.0.norm.gamma\")"));
+  EXPECT_FALSE(net.input.weight.is_initialized());
+}
+
+// With the PyTorch adapter a missing norm parameter is named by PyTorch's
+// key, with the leaf it feeds.
+TEST(CheckpointTest, MissingKeyUnderThePyTorchAdapterIsPyTorchs) {
+  const std::string path = TempPath("torch_partial.safetensors");
+  kindling::PyTorchAdapter adapter;
+  adapter.linear_types = {"rectest::Linear"};
+  adapter.norm_types = {"rectest::LayerNorm"};
+  rectest::Net small = MakeFilledNet(0.0f);
+  small.blocks.pop_back();
+  SaveOptions save_options;
+  save_options.pytorch = adapter;
+  ASSERT_TRUE(SaveModule(small, path, save_options).ok());
+  rectest::Net net = rectest::MakeNet();
+  LoadOptions options;
+  options.pytorch = adapter;
+  absl::StatusOr<LoadReport> report = LoadModule(net, path, options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_THAT(
+      Message(report.status()),
+      HasSubstr("\"blocks.1.norm.weight\" (for \"blocks.1.norm.gamma\"), "
+                "\"blocks.1.norm.bias\" (for \"blocks.1.norm.beta\")"));
+}
+
 std::vector<std::string> Temporaries(const std::string& dir,
                                      const std::string& target_name) {
   std::vector<std::string> found;

@@ -48,11 +48,44 @@ std::string WithLastComponent(std::string_view path, std::string_view last) {
   return Cat(path.substr(0, dot + 1), last);
 }
 
-std::string QuotedList(const std::vector<std::string>& keys) {
-  std::vector<std::string> quoted;
-  quoted.reserve(keys.size());
-  for (const std::string& key : keys) quoted.push_back("\"" + key + "\"");
-  return absl::StrJoin(quoted, ", ");
+// EditDistance(): the Levenshtein distance of a and b (insertions,
+// deletions and substitutions of one character).
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// Closest(): the candidate nearest `key`, if within max(2, |key| / 4) edits
+// (a typo, a renamed last component, a missing prefix), else "". The first
+// of equally near candidates wins.
+std::string Closest(const std::string& key,
+                    const std::vector<std::string>& candidates) {
+  const size_t limit = std::max<size_t>(2, key.size() / 4);
+  std::string best;
+  size_t best_distance = limit + 1;
+  for (const std::string& candidate : candidates) {
+    const size_t length_gap = candidate.size() > key.size()
+                                  ? candidate.size() - key.size()
+                                  : key.size() - candidate.size();
+    if (length_gap >= best_distance) continue;
+    const size_t distance = EditDistance(key, candidate);
+    if (distance < best_distance) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  return best;
 }
 
 // The PyTorch name of a norm layer's parameter, or "" when it has none.
@@ -134,19 +167,22 @@ int ModuleLoader::Plan(const LeafQuery& leaf) {
       name == "weight" && leaf.rank == 2;
 
   const TensorInfo* info = nullptr;
+  // The key the file should hold, in its convention: PyTorch's name for a
+  // norm layer's parameter when the adapter is on.
+  std::string file_key(leaf.path);
   if (auto it = by_key_.find(ToAbsl(leaf.path)); it != by_key_.end()) {
     info = it->second;
   } else if (pytorch &&
              ListsType(options_.pytorch->norm_types, leaf.owner_type) &&
              !PyTorchNormName(name).empty()) {
-    const std::string alias =
-        WithLastComponent(leaf.path, PyTorchNormName(name));
-    if (auto alias_it = by_key_.find(alias); alias_it != by_key_.end()) {
+    file_key = WithLastComponent(leaf.path, PyTorchNormName(name));
+    if (auto alias_it = by_key_.find(file_key); alias_it != by_key_.end()) {
       info = alias_it->second;
     }
   }
   if (info == nullptr) {
     report_.missing.emplace_back(leaf.path);
+    missing_file_keys_.push_back(std::move(file_key));
     return -1;
   }
   used_[info] = true;
@@ -195,23 +231,60 @@ int ModuleLoader::Plan(const LeafQuery& leaf) {
 
 absl::Status ModuleLoader::Finish(std::string_view module_type) {
   std::vector<std::string> problems = errors_;
-  if (!report_.missing.empty() && !options_.allow_partial) {
-    problems.push_back(
-        Cat("missing from the file: ", QuotedList(report_.missing)));
-  }
+  // The unused file keys in file order, with the keys they were matched as
+  // (after remapping).
+  absl::flat_hash_map<const TensorInfo*, std::string> matched_as;
+  for (const auto& [key, info] : by_key_) matched_as[info] = key;
+  std::vector<std::string> unused_keys;
   for (const TensorInfo& info : file_->header().tensors()) {
     auto it = used_.find(&info);
-    if (it != used_.end() && !it->second) report_.unused.push_back(info.name);
+    if (it == used_.end() || it->second) continue;
+    report_.unused.push_back(info.name);
+    unused_keys.push_back(matched_as[&info]);
+  }
+  if (!report_.missing.empty() && !options_.allow_partial) {
+    problems.push_back(
+        Cat("missing from the file: ", MissingList(unused_keys)));
   }
   if (!report_.unused.empty() && options_.strict) {
     problems.push_back(
-        Cat("unexpected keys in the file: ", QuotedList(report_.unused)));
+        Cat("unexpected keys in the file: ", UnusedList(unused_keys)));
   }
   if (problems.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrFormat(
       "%s: cannot load into %s (%d %s): %s", file_->path(), module_type,
       problems.size(), problems.size() == 1 ? "problem" : "problems",
       absl::StrJoin(problems, "; ")));
+}
+
+std::string ModuleLoader::MissingList(
+    const std::vector<std::string>& unused_keys) const {
+  std::vector<std::string> entries;
+  for (size_t i = 0; i < report_.missing.size(); ++i) {
+    const std::string& key = missing_file_keys_[i];
+    std::string entry = Cat("\"", key, "\"");
+    if (key != report_.missing[i]) {
+      entry += Cat(" (for \"", report_.missing[i], "\")");
+    }
+    const std::string near = Closest(key, unused_keys);
+    if (!near.empty()) entry += Cat(" (did you mean \"", near, "\"?)");
+    entries.push_back(std::move(entry));
+  }
+  return absl::StrJoin(entries, ", ");
+}
+
+std::string ModuleLoader::UnusedList(
+    const std::vector<std::string>& unused_keys) const {
+  std::vector<std::string> entries;
+  for (size_t i = 0; i < report_.unused.size(); ++i) {
+    const std::string& key = unused_keys[i];
+    std::string entry = Cat("\"", report_.unused[i], "\"");
+    if (key != report_.unused[i]) entry += Cat(" (remapped to \"", key, "\")");
+    const std::string near = Closest(key, report_.missing);
+    if (!near.empty()) entry += Cat(" (closest missing leaf: \"", near, "\")");
+    entries.push_back(std::move(entry));
+  }
+  return absl::StrJoin(entries, ", ");
 }
 
 absl::StatusOr<TensorBase> ModuleLoader::Materialize(int plan) {

@@ -96,6 +96,11 @@ class ModuleLoader {
                const LoadOptions& options)
       : file_(std::move(file)), options_(options) {}
 
+  // MissingList() / UnusedList(): the keys for the error message, each with
+  // the nearest key of the other list ("did you mean").
+  std::string MissingList(const std::vector<std::string>& unused_keys) const;
+  std::string UnusedList(const std::vector<std::string>& unused_keys) const;
+
   std::shared_ptr<const SafetensorsFile> file_;
   LoadOptions options_;
   // Module-space key (after remapping) -> file tensor.
@@ -104,6 +109,9 @@ class ModuleLoader {
   std::vector<Planned> plans_;
   std::vector<std::string> errors_;
   LoadReport report_;
+  // For each report_.missing entry, the key the file should have held (its
+  // convention: the PyTorch name of a norm parameter under the adapter).
+  std::vector<std::string> missing_file_keys_;
 };
 
 class ModuleSaver {
