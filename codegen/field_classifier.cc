@@ -11,6 +11,8 @@ namespace {
 
 constexpr llvm::StringRef kModuleAnnotation = "kindling::module";
 constexpr llvm::StringRef kSkipAnnotation = "kindling::skip";
+// KINDLING_KEY("name") is annotate("kindling::key=" "name").
+constexpr llvm::StringRef kKeyAnnotationPrefix = "kindling::key=";
 
 bool HasAnnotation(const clang::Decl* decl, llvm::StringRef annotation) {
   for (const auto* attr : decl->specific_attrs<clang::AnnotateAttr>()) {
@@ -95,6 +97,17 @@ bool IsMarkedModule(const clang::CXXRecordDecl* record) {
 
 bool HasSkipMark(const clang::Decl* decl) {
   return HasAnnotation(decl, kSkipAnnotation);
+}
+
+std::optional<std::string> KeyMark(const clang::Decl* decl) {
+  for (const auto* attr : decl->specific_attrs<clang::AnnotateAttr>()) {
+    if (attr->getAnnotation().startswith(kKeyAnnotationPrefix)) {
+      return attr->getAnnotation()
+          .drop_front(kKeyAnnotationPrefix.size())
+          .str();
+    }
+  }
+  return std::nullopt;
 }
 
 FieldClass FieldClassifier::Classify(clang::QualType type) {

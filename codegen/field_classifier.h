@@ -20,6 +20,9 @@
 #ifndef KINDLING_CODEGEN_FIELD_CLASSIFIER_H_
 #define KINDLING_CODEGEN_FIELD_CLASSIFIER_H_
 
+#include <optional>
+#include <string>
+
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/Type.h"
@@ -34,6 +37,9 @@ bool IsMarkedModule(const clang::CXXRecordDecl* record);
 
 // HasSkipMark: whether `decl` carries the kindling::skip annotation.
 bool HasSkipMark(const clang::Decl* decl);
+
+// KeyMark: the name a KINDLING_KEY("name") on `decl` gives, or nullopt.
+std::optional<std::string> KeyMark(const clang::Decl* decl);
 
 enum class FieldKind {
   kConstant,

@@ -1,5 +1,8 @@
 #include "codegen/module_collector.h"
 
+#include <algorithm>
+#include <cctype>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -12,6 +15,7 @@
 #include "codegen/field_classifier.h"
 #include "codegen/submodule_traits.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 
 namespace kindling::codegen {
@@ -228,6 +232,8 @@ class ModuleCollector : public clang::RecursiveASTVisitor<ModuleCollector> {
   }
 
   void CollectFields(const clang::CXXRecordDecl* record, Module& module) {
+    // Each saved name and the field that has it, for KeyTaken.
+    llvm::StringMap<const clang::FieldDecl*> keys;
     for (const clang::FieldDecl* field : record->fields()) {
       if (HasSkipMark(field) || field->isUnnamedBitfield()) continue;
       const clang::QualType type = field->getType();
@@ -246,7 +252,9 @@ class ModuleCollector : public clang::RecursiveASTVisitor<ModuleCollector> {
         Report(field->getLocation(), Diagnostic::kMakePublic);
         continue;
       }
-      Field entry{field->getNameAsString(), names_.FieldTypeName(record, type)};
+      Field entry{field->getNameAsString(), names_.FieldTypeName(record, type),
+                  field->getNameAsString()};
+      if (!CheckKey(field, module, keys, entry)) continue;
       if (field_class.kind == FieldKind::kConstant) {
         module.constants.push_back(std::move(entry));
         continue;
@@ -263,6 +271,35 @@ class ModuleCollector : public clang::RecursiveASTVisitor<ModuleCollector> {
         IncludeTraitsOf(field, submodule);
       }
     }
+  }
+
+  // CheckKey(): sets entry.key from a KINDLING_KEY mark and reports a
+  // malformed key, or a name two fields would share.
+  bool CheckKey(const clang::FieldDecl* field, const Module& module,
+                llvm::StringMap<const clang::FieldDecl*>& keys, Field& entry) {
+    if (std::optional<std::string> key = KeyMark(field)) {
+      const bool well_formed =
+          !key->empty() && std::all_of(key->begin(), key->end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+                   c == '-';
+          });
+      if (!well_formed) {
+        Report(field->getLocation(), Diagnostic::kBadKey)
+            << *key << field->getName();
+        return false;
+      }
+      entry.key = *key;
+    }
+    auto [it, inserted] = keys.try_emplace(entry.key, field);
+    if (!inserted) {
+      Report(field->getLocation(), Diagnostic::kKeyTaken)
+          << field->getName() << module.qualified_name << entry.key
+          << it->second->getName();
+      Report(it->second->getLocation(), Diagnostic::kKeyTakenHere)
+          << it->second->getName() << entry.key;
+      return false;
+    }
+    return true;
   }
 
   // Makes the traits of a submodule from another header visible before the

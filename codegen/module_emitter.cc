@@ -181,7 +181,7 @@ void EmitTraits(const Module& module, llvm::raw_ostream& out) {
   out << "  static constexpr auto kFields = std::make_tuple(";
   for (size_t i = 0; i < module.parametric_fields.size(); ++i) {
     const Field& field = module.parametric_fields[i];
-    out << (i > 0 ? ", " : "") << "::kindling::FieldOf(\"" << field.name
+    out << (i > 0 ? ", " : "") << "::kindling::FieldOf(\"" << field.key
         << "\", &" << ModuleType(module) << "::" << field.name << ", &"
         << RecordType(module) << "::" << field.name << ")";
   }
@@ -194,7 +194,7 @@ void EmitTraits(const Module& module, llvm::raw_ostream& out) {
     out << "  static void ForEachConstant(const " << ModuleType(module)
         << "& module, Fn&& fn) {\n";
     for (const Field& field : module.constants) {
-      out << "    fn(\"" << field.name << "\", module." << field.name << ");\n";
+      out << "    fn(\"" << field.key << "\", module." << field.name << ");\n";
     }
     out << "  }\n";
   }

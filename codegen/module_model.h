@@ -32,6 +32,9 @@ struct TemplateParameter {
 struct Field {
   std::string name;
   std::string type;
+  // The field's name in paths, records and checkpoints: `name`, or its
+  // KINDLING_KEY.
+  std::string key;
 };
 
 // Module: one struct or class template marked KINDLING_MODULE.

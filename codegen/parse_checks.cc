@@ -68,11 +68,13 @@ void InstallParseChecks(clang::Preprocessor& preprocessor,
       preprocessor.getIdentifierInfo("KINDLING_MODULE");
   const clang::IdentifierInfo* skip_mark =
       preprocessor.getIdentifierInfo("KINDLING_SKIP");
-  preprocessor.setTokenWatcher([&diagnostics, &engine, module_mark,
-                                skip_mark](const clang::Token& token) {
+  const clang::IdentifierInfo* key_mark =
+      preprocessor.getIdentifierInfo("KINDLING_KEY");
+  preprocessor.setTokenWatcher([&diagnostics, &engine, module_mark, skip_mark,
+                                key_mark](const clang::Token& token) {
     if (!token.is(clang::tok::identifier)) return;
     const clang::IdentifierInfo* name = token.getIdentifierInfo();
-    if (name != module_mark && name != skip_mark) return;
+    if (name != module_mark && name != skip_mark && name != key_mark) return;
     if (engine.getSuppressAllDiagnostics()) return;
     diagnostics.Report(token.getLocation(), Diagnostic::kUndefinedMark)
         << name->getName();

@@ -24,6 +24,7 @@
 #include "tests/codegen/testdata/choices.kindling.h"
 #include "tests/codegen/testdata/constants.kindling.h"
 #include "tests/codegen/testdata/containers.kindling.h"
+#include "tests/codegen/testdata/keys.kindling.h"
 #include "tests/codegen/testdata/leaves_and_buffers.kindling.h"
 #include "tests/codegen/testdata/namespaces.kindling.h"
 #include "tests/codegen/testdata/nested.kindling.h"
@@ -327,6 +328,36 @@ TEST(TemplateModules, TypeNamesCarryTheirArguments) {
       kindling::LoadModule(loaded, path);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ("demo::Bank<float, 1, 2>", report->file_module_type);
+}
+
+// --- keys.h ----------------------------------------------------------------
+
+HfOutput MakeHfOutput(Filler& filler) {
+  return HfOutput{
+      .projection = filler.P<2>({2, 2}),
+      .layer_norm = {.weight = filler.P<1>({2}), .bias = filler.P<1>({2})},
+      .dropout = 0.1};
+}
+
+// KINDLING_KEY names a field in paths, records, checkpoints and printing;
+// the C++ field keeps its own name.
+TEST(KeyedModules, FieldsTakeTheirKeys) {
+  Filler filler(1.0f);
+  EXPECT_THAT(LeafPaths(MakeHfOutput(filler)),
+              ElementsAre("dense", "LayerNorm.weight", "LayerNorm.bias"));
+  ExpectRecordRoundTrip(MakeHfOutput);
+  const std::string text = kindling::ModuleToString(MakeHfOutput(filler));
+  EXPECT_THAT(text, HasSubstr("(LayerNorm): demo::HfLayerNorm("));
+  EXPECT_THAT(text, HasSubstr("(dropout_prob): 0.1"));
+  const std::string path =
+      std::string(std::getenv("TEST_TMPDIR")) + "/hf_output.safetensors";
+  ASSERT_TRUE(kindling::SaveModule(MakeHfOutput(filler), path).ok());
+  HfOutput loaded = MakeHfOutput(filler);
+  absl::StatusOr<kindling::LoadReport> report =
+      kindling::LoadModule(loaded, path);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(report->applied,
+              ElementsAre("dense", "LayerNorm.weight", "LayerNorm.bias"));
 }
 
 // --- nested.h --------------------------------------------------------------

@@ -36,6 +36,7 @@ using ::kindling::SaveOptions;
 using ::kindling::Tensor;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
 
 std::string TempPath(const std::string& name) {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -339,6 +340,60 @@ TEST(CheckpointTest, PyTorchAdapterTransposesLinearAndRenamesNorms) {
             Values(net.blocks[0].norm.gamma));
   EXPECT_EQ(Values(saved.blocks[0].norm.beta), Values(net.blocks[0].norm.beta));
   EXPECT_EQ((kindling::Shape{3, 4}), net.input.weight->shape());
+}
+
+// KINDLING_KEY fields carry Hugging Face's names: with the PyTorch adapter
+// the file holds exactly BERT's keys and layouts, and loads back.
+TEST(CheckpointTest, KeyedFieldsSaveAndLoadUnderForeignNames) {
+  const std::string path = TempPath("bert_attention.safetensors");
+  kindling::PyTorchAdapter adapter;
+  adapter.linear_types = {"rectest::Linear"};
+  adapter.norm_types = {"rectest::LayerNorm"};
+  const auto make = [] {
+    return rectest::Attention{
+        .self_attention = rectest::MakeLinear(3, 4),
+        .output = {.dense = rectest::MakeLinear(4, 4),
+                   .layer_norm = rectest::MakeLayerNorm(4)}};
+  };
+  rectest::Attention saved = make();
+  float next = 0;
+  const auto fill = [&](auto& param) {
+    using T = std::remove_cvref_t<decltype(param.val())>;
+    std::vector<float> values(kindling::NumElements(param.lazy_shape()));
+    for (float& value : values) value = next++;
+    param = param.load(T::FromData(values, param.lazy_shape()));
+  };
+  fill(saved.self_attention.weight);
+  fill(*saved.self_attention.bias);
+  fill(saved.output.dense.weight);
+  fill(*saved.output.dense.bias);
+  fill(saved.output.layer_norm.gamma);
+  fill(saved.output.layer_norm.beta);
+  SaveOptions save_options;
+  save_options.pytorch = adapter;
+  ASSERT_TRUE(SaveModule(saved, path, save_options).ok());
+  absl::StatusOr<std::shared_ptr<const kindling::record::SafetensorsFile>>
+      file = kindling::record::SafetensorsFile::Open(path);
+  ASSERT_TRUE(file.ok());
+  std::vector<std::string> keys;
+  for (const auto& info : (*file)->header().tensors())
+    keys.push_back(info.name);
+  EXPECT_THAT(keys, UnorderedElementsAre(
+                        "self.weight", "self.bias", "output.dense.weight",
+                        "output.dense.bias", "output.LayerNorm.weight",
+                        "output.LayerNorm.bias"));
+  EXPECT_EQ((std::vector<int64_t>{4, 3}),
+            (*file)->header().Find("self.weight")->shape);  // [out, in]
+
+  rectest::Attention loaded = make();
+  LoadOptions options;
+  options.pytorch = adapter;
+  absl::StatusOr<LoadReport> report = LoadModule(loaded, path, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(Values(saved.self_attention.weight),
+            Values(loaded.self_attention.weight));
+  EXPECT_EQ(Values(saved.output.layer_norm.beta),
+            Values(loaded.output.layer_norm.beta));
 }
 
 // A key the file lacks is named as the file should hold it, with the

@@ -62,6 +62,17 @@ struct KINDLING_MODULE Net {
   kindling::Buffer<Tensor<1>> steps;
 };
 
+// Hugging Face's names for a BERT attention block, through KINDLING_KEY.
+struct KINDLING_MODULE AttentionOutput {
+  Linear dense;
+  KINDLING_KEY("LayerNorm") LayerNorm layer_norm;
+};
+
+struct KINDLING_MODULE Attention {
+  KINDLING_KEY("self") Linear self_attention;
+  AttentionOutput output;
+};
+
 inline Linear MakeLinear(int64_t in, int64_t out, bool bias = true) {
   Linear linear{LazyParam<2>({in, out}), std::nullopt};
   if (bias) linear.bias = LazyParam<1>({out});

@@ -1,10 +1,18 @@
-// KINDLING_MODULE and KINDLING_SKIP: the marks kindling-gen looks for.
+// KINDLING_MODULE, KINDLING_SKIP and KINDLING_KEY: the marks kindling-gen
+// looks for.
 //
 //   struct KINDLING_MODULE Mlp {
 //     kindling::nn::Linear fc1;
 //     int64_t num_classes;              // a constant: kept, not saved
 //     KINDLING_SKIP std::string label;  // ignored by the generator
+//     // Named "LayerNorm" in paths, records and checkpoints (a Hugging Face
+//     // key) while the C++ field keeps its own name.
+//     KINDLING_KEY("LayerNorm") kindling::nn::LayerNorm layer_norm;
 //   };
+//
+// A key is a string literal of letters, digits, '_' and '-' (one path
+// component), and no two fields of a module may end up with one name;
+// kindling-gen reports either mistake.
 //
 // Under clang (which kindling-gen uses to parse headers) the marks are
 // `annotate` attributes the generator finds in the AST. Under gcc, which
@@ -23,9 +31,11 @@
 #if defined(__clang__)
 #define KINDLING_MODULE [[clang::annotate("kindling::module")]]
 #define KINDLING_SKIP [[clang::annotate("kindling::skip")]]
+#define KINDLING_KEY(name) [[clang::annotate("kindling::key=" name)]]
 #else
 #define KINDLING_MODULE
 #define KINDLING_SKIP
+#define KINDLING_KEY(name)
 #endif
 
 #endif  // KINDLING_MODULE_ANNOTATIONS_H_
