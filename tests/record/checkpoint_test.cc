@@ -396,6 +396,28 @@ TEST(CheckpointTest, KeyedFieldsSaveAndLoadUnderForeignNames) {
             Values(loaded.output.layer_norm.beta));
 }
 
+// A prefix the file's keys carry ("bert.") is an option on both sides.
+TEST(CheckpointTest, KeyPrefixWrittenOnSaveIsStrippedOnLoad) {
+  const std::string path = TempPath("prefixed.safetensors");
+  SaveOptions save_options;
+  save_options.key_prefix = "bert.";
+  ASSERT_TRUE(SaveModule(MakeFilledNet(0.0f), path, save_options).ok());
+  absl::StatusOr<std::shared_ptr<const kindling::record::SafetensorsFile>>
+      file = kindling::record::SafetensorsFile::Open(path);
+  ASSERT_TRUE(file.ok());
+  EXPECT_NE(nullptr, (*file)->header().Find("bert.input.weight"));
+  EXPECT_EQ(nullptr, (*file)->header().Find("input.weight"));
+
+  rectest::Net plain = rectest::MakeNet();
+  EXPECT_FALSE(LoadModule(plain, path).ok());
+  rectest::Net net = rectest::MakeNet();
+  LoadOptions options;
+  options.strip_prefix = "bert.";
+  absl::StatusOr<LoadReport> report = LoadModule(net, path, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(Values(MakeFilledNet(0.0f).input.weight), Values(net.input.weight));
+}
+
 // A key the file lacks is named as the file should hold it, with the
 // nearest key the file does hold; an unexpected key names the nearest leaf.
 TEST(CheckpointTest, MissingAndUnexpectedKeysNameTheNearestMatch) {

@@ -137,6 +137,10 @@ absl::StatusOr<ModuleLoader> ModuleLoader::Open(const std::string& path,
   std::vector<std::string> collisions;
   for (const TensorInfo& info : header.tensors()) {
     std::string key = info.name;
+    if (!options.strip_prefix.empty() &&
+        absl::StartsWith(key, options.strip_prefix)) {
+      key.erase(0, options.strip_prefix.size());
+    }
     for (size_t i = 0; i < rules.size(); ++i) {
       key = std::regex_replace(key, rules[i], options.key_remap[i].replacement);
     }
@@ -333,6 +337,7 @@ void ModuleSaver::Add(std::string_view path, std::string_view owner_type,
       entry.spec.name = WithLastComponent(path, PyTorchNormName(name));
     }
   }
+  entry.spec.name.insert(0, options_.key_prefix);
   const DType dtype = entry.value.dtype();
   if (IsFloatingDType(dtype)) {
     switch (options_.precision) {

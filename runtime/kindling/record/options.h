@@ -73,6 +73,12 @@ struct LoadOptions {
   // allow_partial: then it keeps its current value (a lazy one stays lazy)
   // and is reported as `missing`.
   bool allow_partial = false;
+  // A prefix the file's keys carry and the module's paths do not (Hugging
+  // Face's "bert.", sentence-transformers' "0.auto_model."): removed from
+  // every key that starts with it, before key_remap. Keys without it stay
+  // as they are (a checkpoint's task heads, e.g. "cls.*", then count as
+  // unexpected unless strict is false).
+  std::string strip_prefix;
   // Rewrites file keys into module paths before matching.
   std::vector<KeyRemapRule> key_remap;
   // Reads torch.nn layouts and names (see PyTorchAdapter).
@@ -111,6 +117,9 @@ struct SaveOptions {
   Precision precision = Precision::kF32;
   // Writes torch.nn layouts and names, for PyTorch's load_state_dict.
   std::optional<PyTorchAdapter> pytorch;
+  // Written before every key ("bert." for a Hugging Face layout); the
+  // prefix LoadOptions::strip_prefix removes.
+  std::string key_prefix;
   // Extra `__metadata__` entries (keys must not start with "kindling.").
   std::vector<std::pair<std::string, std::string>> metadata;
 };
