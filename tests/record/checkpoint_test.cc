@@ -47,16 +47,20 @@ std::string Message(const absl::Status& status) {
   return std::string(status.message());
 }
 
+// Fill() loads `param` with next, next + 1, ... (advancing `next`).
+template <class P>
+void Fill(P& param, float& next) {
+  using T = std::remove_cvref_t<decltype(param.val())>;
+  std::vector<float> values(kindling::NumElements(param.lazy_shape()));
+  for (float& value : values) value = next++;
+  param = param.load(T::FromData(values, param.lazy_shape()));
+}
+
 // An initialized net whose every parameter holds distinct values.
 rectest::Net MakeFilledNet(float base) {
   rectest::Net net = rectest::MakeNet();
   float next = base;
-  auto fill = [&](auto& param) {
-    using T = std::remove_cvref_t<decltype(param.val())>;
-    std::vector<float> values(kindling::NumElements(param.lazy_shape()));
-    for (float& value : values) value = next++;
-    param = param.load(T::FromData(values, param.lazy_shape()));
-  };
+  auto fill = [&](auto& param) { Fill(param, next); };
   fill(net.input.weight);
   fill(*net.input.bias);
   for (auto& block : net.blocks) {
@@ -357,12 +361,7 @@ TEST(CheckpointTest, KeyedFieldsSaveAndLoadUnderForeignNames) {
   };
   rectest::Attention saved = make();
   float next = 0;
-  const auto fill = [&](auto& param) {
-    using T = std::remove_cvref_t<decltype(param.val())>;
-    std::vector<float> values(kindling::NumElements(param.lazy_shape()));
-    for (float& value : values) value = next++;
-    param = param.load(T::FromData(values, param.lazy_shape()));
-  };
+  const auto fill = [&](auto& param) { Fill(param, next); };
   fill(saved.self_attention.weight);
   fill(*saved.self_attention.bias);
   fill(saved.output.dense.weight);
