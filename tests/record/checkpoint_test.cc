@@ -417,6 +417,60 @@ TEST(CheckpointTest, KeyPrefixWrittenOnSaveIsStrippedOnLoad) {
   EXPECT_EQ(Values(MakeFilledNet(0.0f).input.weight), Values(net.input.weight));
 }
 
+// WriteText() writes `text` to `path`.
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// A sharded checkpoint (Hugging Face's model.safetensors.index.json and its
+// shards) loads as one file; an index that disagrees with its shards is an
+// error naming the key and the shard.
+TEST(CheckpointTest, ShardedCheckpointLoadsThroughItsIndex) {
+  const std::string dir = TempPath("sharded");
+  ASSERT_EQ(0, ::mkdir(dir.c_str(), 0755));
+  const rectest::Net full = MakeFilledNet(0.0f);
+  rectest::Net first = full;
+  first.blocks.pop_back();
+  ASSERT_TRUE(SaveModule(first, dir + "/model-1.safetensors").ok());
+  SaveOptions second_options;
+  second_options.key_prefix = "blocks.1.";
+  ASSERT_TRUE(
+      SaveModule(full.blocks[1], dir + "/model-2.safetensors", second_options)
+          .ok());
+  const std::string index = dir + "/model.safetensors.index.json";
+  const std::string first_keys =
+      R"("input.weight": "model-1.safetensors", "input.bias": "model-1.safetensors",
+         "blocks.0.fc.weight": "model-1.safetensors", "blocks.0.fc.bias": "model-1.safetensors",
+         "blocks.0.norm.gamma": "model-1.safetensors", "blocks.0.norm.beta": "model-1.safetensors",
+         "steps": "model-1.safetensors")";
+  WriteText(index, R"({"metadata": {"total_size": 1}, "weight_map": {)" +
+                       first_keys + R"(,
+      "blocks.1.fc.weight": "model-2.safetensors", "blocks.1.fc.bias": "model-2.safetensors",
+      "blocks.1.norm.gamma": "model-2.safetensors", "blocks.1.norm.beta": "model-2.safetensors"}})");
+  rectest::Net net = rectest::MakeNet();
+  absl::StatusOr<LoadReport> report = LoadModule(net, index);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(11u, report->applied.size());
+  EXPECT_EQ(Values(full.input.weight), Values(net.input.weight));
+  EXPECT_EQ(Values(full.blocks[1].norm.beta), Values(net.blocks[1].norm.beta));
+
+  const std::string wrong = dir + "/wrong.safetensors.index.json";
+  WriteText(wrong, R"({"weight_map": {)" + first_keys +
+                       R"(, "blocks.1.fc.weight": "model-1.safetensors"}})");
+  rectest::Net other = rectest::MakeNet();
+  EXPECT_THAT(Message(LoadModule(other, wrong).status()),
+              HasSubstr("\"blocks.1.fc.weight\" is listed in "
+                        "model-1.safetensors, which does not hold it"));
+  WriteText(wrong, R"({"weight_map": {"input.weight": "absent.safetensors"}})");
+  EXPECT_THAT(Message(LoadModule(other, wrong).status()),
+              HasSubstr("absent.safetensors"));
+  WriteText(wrong, R"({"weights": {}})");
+  EXPECT_THAT(Message(LoadModule(other, wrong).status()),
+              HasSubstr("no \"weight_map\" object"));
+  EXPECT_FALSE(other.input.weight.is_initialized());
+}
+
 // A key the file lacks is named as the file should hold it, with the
 // nearest key the file does hold; an unexpected key names the nearest leaf.
 TEST(CheckpointTest, MissingAndUnexpectedKeysNameTheNearestMatch) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <regex>
 #include <string>
@@ -20,6 +22,7 @@
 #include "kindling/record/atomic_file.h"
 #include "kindling/record/convert.h"
 #include "kindling/record/device_read.h"
+#include "kindling/record/json.h"
 #include "kindling/record/strings.h"
 
 namespace kindling::record {
@@ -95,15 +98,97 @@ std::string_view PyTorchNormName(std::string_view kindling_name) {
   return "";
 }
 
+// OpenShards(): the files of a sharded checkpoint, from its index (Hugging
+// Face's model.safetensors.index.json: {"weight_map": {key: shard file}}),
+// each shard opened once, relative to the index's directory. Every key the
+// index lists must be in the shard it names, and no key in two shards.
+absl::StatusOr<std::vector<std::shared_ptr<const SafetensorsFile>>> OpenShards(
+    const std::string& index_path) {
+  std::ifstream in(index_path, std::ios::binary);
+  if (!in) return absl::NotFoundError(Cat(index_path, ": cannot open"));
+  const std::string text((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  absl::StatusOr<JsonValue> index = ParseJson(text);
+  if (!index.ok()) {
+    return absl::InvalidArgumentError(Cat(
+        index_path, ": not a checkpoint index: ", index.status().message()));
+  }
+  const JsonValue* weight_map = index->kind == JsonValue::Kind::kObject
+                                    ? index->Find("weight_map")
+                                    : nullptr;
+  if (weight_map == nullptr || weight_map->kind != JsonValue::Kind::kObject) {
+    return absl::InvalidArgumentError(
+        Cat(index_path,
+            ": no \"weight_map\" object: not a sharded "
+            "checkpoint's index"));
+  }
+  const size_t slash = index_path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "" : index_path.substr(0, slash + 1);
+  std::vector<std::shared_ptr<const SafetensorsFile>> files;
+  absl::flat_hash_map<std::string, size_t> shard_index;
+  std::vector<std::string> errors;
+  for (size_t i = 0; i < weight_map->keys.size(); ++i) {
+    const std::string& key = weight_map->keys[i];
+    const JsonValue& shard = weight_map->members[i];
+    if (shard.kind != JsonValue::Kind::kString || shard.string.empty() ||
+        shard.string.find('/') != std::string::npos) {
+      errors.push_back(Cat("\"", key,
+                           "\": the shard must be a file name in "
+                           "the index's directory"));
+      continue;
+    }
+    auto [it, inserted] = shard_index.try_emplace(shard.string, files.size());
+    if (inserted) {
+      absl::StatusOr<std::shared_ptr<const SafetensorsFile>> file =
+          SafetensorsFile::Open(dir + shard.string);
+      if (!file.ok()) return file.status();
+      files.push_back(*std::move(file));
+    }
+    if (files[it->second]->header().Find(key) == nullptr) {
+      errors.push_back(Cat("\"", key, "\" is listed in ", shard.string,
+                           ", which does not hold it"));
+    }
+  }
+  if (files.empty()) errors.push_back("the weight map lists no tensor");
+  absl::flat_hash_map<std::string, std::string> first_shard;
+  for (const auto& [shard, f] : shard_index) {
+    for (const TensorInfo& info : files[f]->header().tensors()) {
+      auto [it, inserted] = first_shard.try_emplace(info.name, shard);
+      if (!inserted) {
+        errors.push_back(
+            Cat("\"", info.name, "\" is in both ", it->second, " and ", shard));
+      }
+    }
+  }
+  if (!errors.empty()) {
+    std::sort(errors.begin(), errors.end());
+    return absl::InvalidArgumentError(
+        Cat(index_path, ": ", absl::StrJoin(errors, "; ")));
+  }
+  return files;
+}
+
 }  // namespace
 
 absl::StatusOr<ModuleLoader> ModuleLoader::Open(const std::string& path,
                                                 const LoadOptions& options) {
-  absl::StatusOr<std::shared_ptr<const SafetensorsFile>> file =
-      SafetensorsFile::Open(path);
-  if (!file.ok()) return file.status();
-  ModuleLoader loader(*std::move(file), options);
-  const SafetensorsHeader& header = loader.file_->header();
+  std::vector<std::shared_ptr<const SafetensorsFile>> files;
+  if (absl::EndsWith(path, ".index.json")) {
+    absl::StatusOr<std::vector<std::shared_ptr<const SafetensorsFile>>> shards =
+        OpenShards(path);
+    if (!shards.ok()) return shards.status();
+    files = *std::move(shards);
+  } else {
+    absl::StatusOr<std::shared_ptr<const SafetensorsFile>> file =
+        SafetensorsFile::Open(path);
+    if (!file.ok()) return file.status();
+    files.push_back(*std::move(file));
+  }
+  ModuleLoader loader(path, std::move(files), options);
+  // Kindling's own metadata is read from the first file (a sharded
+  // checkpoint written elsewhere has none).
+  const SafetensorsHeader& header = loader.files_[0]->header();
 
   if (const std::string* version = header.FindMetadata(kFormatVersionKey)) {
     int number = 0;
@@ -135,25 +220,29 @@ absl::StatusOr<ModuleLoader> ModuleLoader::Open(const std::string& path,
     }
   }
   std::vector<std::string> collisions;
-  for (const TensorInfo& info : header.tensors()) {
-    std::string key = info.name;
-    if (!options.strip_prefix.empty() &&
-        absl::StartsWith(key, options.strip_prefix)) {
-      key.erase(0, options.strip_prefix.size());
+  for (size_t f = 0; f < loader.files_.size(); ++f) {
+    for (const TensorInfo& info : loader.files_[f]->header().tensors()) {
+      loader.file_of_[&info] = f;
+      std::string key = info.name;
+      if (!options.strip_prefix.empty() &&
+          absl::StartsWith(key, options.strip_prefix)) {
+        key.erase(0, options.strip_prefix.size());
+      }
+      for (size_t i = 0; i < rules.size(); ++i) {
+        key =
+            std::regex_replace(key, rules[i], options.key_remap[i].replacement);
+      }
+      if (key.empty()) {
+        loader.report_.skipped.push_back(info.name);
+        continue;
+      }
+      auto [it, inserted] = loader.by_key_.emplace(key, &info);
+      if (!inserted) {
+        collisions.push_back(Cat("\"", it->second->name, "\" and \"", info.name,
+                                 "\" both map to \"", key, "\""));
+      }
+      loader.used_[&info] = false;
     }
-    for (size_t i = 0; i < rules.size(); ++i) {
-      key = std::regex_replace(key, rules[i], options.key_remap[i].replacement);
-    }
-    if (key.empty()) {
-      loader.report_.skipped.push_back(info.name);
-      continue;
-    }
-    auto [it, inserted] = loader.by_key_.emplace(key, &info);
-    if (!inserted) {
-      collisions.push_back(Cat("\"", it->second->name, "\" and \"", info.name,
-                               "\" both map to \"", key, "\""));
-    }
-    loader.used_[&info] = false;
   }
   if (!collisions.empty()) {
     return absl::InvalidArgumentError(
@@ -218,7 +307,7 @@ int ModuleLoader::Plan(const LeafQuery& leaf) {
   std::optional<ParamId> id;
   if (options_.restore_param_ids) {
     const std::string id_key = Cat(kParamIdKeyPrefix, info->name);
-    if (const std::string* text = file_->header().FindMetadata(id_key)) {
+    if (const std::string* text = FileOf(info)->header().FindMetadata(id_key)) {
       absl::StatusOr<ParamId> parsed = ParamId::Parse(*text);
       if (!parsed.ok()) {
         errors_.push_back(
@@ -240,11 +329,13 @@ absl::Status ModuleLoader::Finish(std::string_view module_type) {
   absl::flat_hash_map<const TensorInfo*, std::string> matched_as;
   for (const auto& [key, info] : by_key_) matched_as[info] = key;
   std::vector<std::string> unused_keys;
-  for (const TensorInfo& info : file_->header().tensors()) {
-    auto it = used_.find(&info);
-    if (it == used_.end() || it->second) continue;
-    report_.unused.push_back(info.name);
-    unused_keys.push_back(matched_as[&info]);
+  for (const auto& file : files_) {
+    for (const TensorInfo& info : file->header().tensors()) {
+      auto it = used_.find(&info);
+      if (it == used_.end() || it->second) continue;
+      report_.unused.push_back(info.name);
+      unused_keys.push_back(matched_as[&info]);
+    }
   }
   if (!report_.missing.empty() && !options_.allow_partial) {
     problems.push_back(
@@ -256,9 +347,14 @@ absl::Status ModuleLoader::Finish(std::string_view module_type) {
   }
   if (problems.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrFormat(
-      "%s: cannot load into %s (%d %s): %s", file_->path(), module_type,
+      "%s: cannot load into %s (%d %s): %s", path_, module_type,
       problems.size(), problems.size() == 1 ? "problem" : "problems",
       absl::StrJoin(problems, "; ")));
+}
+
+const std::shared_ptr<const SafetensorsFile>& ModuleLoader::FileOf(
+    const TensorInfo* info) const {
+  return files_[file_of_.at(info)];
 }
 
 std::string ModuleLoader::MissingList(
@@ -296,7 +392,7 @@ absl::StatusOr<TensorBase> ModuleLoader::Materialize(int plan) {
   if (!planned.device.is_cpu()) return MaterializeOnDevice(planned);
   bool borrowed = false;
   absl::StatusOr<TensorBase> tensor =
-      ReadTensor(file_, *planned.info, planned.dtype,
+      ReadTensor(FileOf(planned.info), *planned.info, planned.dtype,
                  planned.transpose ? Device::Cpu() : planned.device, &borrowed);
   if (!tensor.ok()) return tensor.status();
   if (planned.transpose) {
@@ -311,8 +407,8 @@ absl::StatusOr<TensorBase> ModuleLoader::Materialize(int plan) {
 absl::StatusOr<TensorBase> ModuleLoader::MaterializeOnDevice(
     const Planned& planned) {
   absl::StatusOr<TensorBase> tensor =
-      ReadTensorToDevice(file_, *planned.info, planned.dtype, planned.device,
-                         options_.device_staging_bytes);
+      ReadTensorToDevice(FileOf(planned.info), *planned.info, planned.dtype,
+                         planned.device, options_.device_staging_bytes);
   if (!tensor.ok()) return tensor.status();
   // PyTorch's [out, in] weight is transposed on the device, not the host.
   if (planned.transpose) *tensor = tensor->Transpose(0, 1).Contiguous();

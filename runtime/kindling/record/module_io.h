@@ -92,16 +92,25 @@ class ModuleLoader {
   [[nodiscard]] absl::StatusOr<TensorBase> MaterializeOnDevice(
       const Planned& planned);
 
-  ModuleLoader(std::shared_ptr<const SafetensorsFile> file,
+  ModuleLoader(std::string path,
+               std::vector<std::shared_ptr<const SafetensorsFile>> files,
                const LoadOptions& options)
-      : file_(std::move(file)), options_(options) {}
+      : path_(std::move(path)), files_(std::move(files)), options_(options) {}
+
+  // FileOf() is the file (shard) that holds `info`.
+  const std::shared_ptr<const SafetensorsFile>& FileOf(
+      const TensorInfo* info) const;
 
   // MissingList() / UnusedList(): the keys for the error message, each with
   // the nearest key of the other list ("did you mean").
   std::string MissingList(const std::vector<std::string>& unused_keys) const;
   std::string UnusedList(const std::vector<std::string>& unused_keys) const;
 
-  std::shared_ptr<const SafetensorsFile> file_;
+  // The path LoadModule() was given (a file, or a sharded checkpoint's
+  // index), and the files it names: one, or every shard.
+  std::string path_;
+  std::vector<std::shared_ptr<const SafetensorsFile>> files_;
+  absl::flat_hash_map<const TensorInfo*, size_t> file_of_;
   LoadOptions options_;
   // Module-space key (after remapping) -> file tensor.
   absl::flat_hash_map<std::string, const TensorInfo*> by_key_;
