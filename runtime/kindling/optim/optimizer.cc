@@ -108,7 +108,7 @@ const TensorBase* Optimizer::state_tensor(ParamId id,
   auto it = states_.find(id);
   if (it == states_.end()) return nullptr;
   const std::vector<std::string_view> names = rule_->StateNames();
-  for (size_t i = 0; i < names.size() && i < it->second.tensors.size(); ++i) {
+  for (size_t i = 0; i < names.size(); ++i) {
     if (names[i] == name) return &it->second.tensors[i];
   }
   return nullptr;
@@ -162,13 +162,6 @@ absl::Status Optimizer::PrepareStep(std::vector<StepItem>& items) {
           ") is a strided view; the fused update needs contiguous storage"));
     } else if (auto state = states_.find(item.id); state != states_.end()) {
       for (size_t s = 0; s < state_count; ++s) {
-        if (s >= state->second.tensors.size()) {
-          errors.push_back(absl::StrCat(
-              "the optimizer state of `", item.path, "` holds ",
-              state->second.tensors.size(), " tensors but `",
-              std::string(rule_->name()), "` keeps ", state_count));
-          break;
-        }
         const TensorBase& tensor = state->second.tensors[s];
         if (tensor.shape() != value.shape() ||
             tensor.dtype() != value.dtype()) {

@@ -60,15 +60,6 @@ class MetadataReader {
       errors_.push_back(absl::StrCat("missing `", std::string(key), "`"));
     return value;
   }
-  double Double(std::string_view key) {
-    double value = 0;
-    const std::string* text = Text(key);
-    if (text != nullptr && !absl::SimpleAtod(*text, &value)) {
-      errors_.push_back(absl::StrCat("`", std::string(key), "` = `", *text,
-                                     "` is not a number"));
-    }
-    return value;
-  }
   std::optional<double> OptionalDouble(std::string_view key) {
     const std::string* text = Text(key);
     if (text == nullptr || text->empty()) return std::nullopt;
@@ -87,15 +78,6 @@ class MetadataReader {
                                      "` is not a count"));
     }
     return value;
-  }
-  bool Bool(std::string_view key) {
-    const std::string* text = Text(key);
-    if (text == nullptr) return false;
-    if (*text != "true" && *text != "false") {
-      errors_.push_back(absl::StrCat("`", std::string(key), "` = `", *text,
-                                     "` is not true or false"));
-    }
-    return *text == "true";
   }
 
  private:
