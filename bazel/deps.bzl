@@ -23,7 +23,7 @@ files then use it under that name, and it must provide the targets they use:
     @absl//:absl, @absl//:absl_flags        (Abseil, linked from the system)
     @googletest//:gtest, @googletest//:gtest_main
     @benchmark//:benchmark, @benchmark//:benchmark_main
-    @openblas//:openblas, @zlib//:zlib, @llvm//:clang
+    @openblas//:openblas, @zlib//:zlib, @minizip//:minizip, @llvm//:clang
     @cuda//:headers, @cuda//:cudart, @cuda//:cublas
 
 A differently named copy is mapped onto these names with the `repo_mapping`
@@ -42,6 +42,7 @@ _SYSTEM_REPOSITORIES = {
     # live in /usr/lib/llvm-14/include, not on the system include path.
     "llvm": ("/usr/lib/llvm-14", Label("//third_party:llvm.BUILD")),
     "zlib": ("/usr", Label("//third_party:zlib.BUILD")),
+    "minizip": ("/usr", Label("//third_party:minizip.BUILD")),
     # The CUDA Toolkit (nvcc, cudart, cuBLAS), used only by --config=cuda
     # builds (runtime/cuda.bzl); the default build never reads it.
     "cuda": ("/usr/local/cuda", Label("//third_party/cuda:cuda.BUILD")),

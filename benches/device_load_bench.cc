@@ -7,7 +7,7 @@
 //
 // The model is kindling::bench::Deep with 8 Linear 2048 -> 2048 layers
 // (33.6M f32 parameters, 128 MiB), saved once as f32 and once as f16. Each
-// iteration loads the file into a fresh lazy module on cuda:0 (record/
+// iteration loads the file into a fresh lazy module on cuda:0 (io/
 // device_read.h: mapped file -> device in 8 MiB chunks, converted in one
 // host staging tensor when the dtypes differ).
 //
@@ -43,10 +43,10 @@
 #include "absl/status/status.h"
 #include "benches/bench_models.kindling.h"
 #include "benchmark/benchmark.h"
+#include "kindling/io/module_file.h"
+#include "kindling/io/options.h"
 #include "kindling/module/initializer.h"
 #include "kindling/nn/linear.h"
-#include "kindling/record/checkpoint.h"
-#include "kindling/record/options.h"
 #include "kindling/tensor/device_memory.h"
 #include "kindling/tensor/memory_stats.h"
 #include "kindling/tensor/tensor.h"

@@ -31,11 +31,11 @@
 
 #include "benches/bench_models.kindling.h"
 #include "kindling/core/param.h"
+#include "kindling/io/module_file.h"
 #include "kindling/module/initializer.h"
 #include "kindling/module/module_traits.h"
 #include "kindling/module/record.h"
 #include "kindling/nn/linear.h"
-#include "kindling/record/checkpoint.h"
 #include "kindling/tensor/convert_span.h"
 #include "kindling/tensor/half.h"
 #include "kindling/tensor/memory_stats.h"

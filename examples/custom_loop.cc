@@ -13,10 +13,10 @@
 #include "examples/regressor.kindling.h"
 #include "kindling/autodiff/backward.h"
 #include "kindling/core/status_macros.h"
+#include "kindling/io/module_file.h"
 #include "kindling/module/initializer.h"
 #include "kindling/nn/loss.h"
 #include "kindling/optim/optimizer.h"
-#include "kindling/record/checkpoint.h"
 
 namespace {
 

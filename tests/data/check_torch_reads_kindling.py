@@ -3,9 +3,9 @@
 adapter) and computes the same outputs as the original PyTorch layers.
 
     # 1. Let Kindling write its files (the interop test saves them):
-    tools/bazel build //tests/record:torch_interop_test
+    tools/bazel build //tests/io:torch_interop_test
     mkdir -p /tmp/kindling_out
-    (cd bazel-bin/tests/record/torch_interop_test.runfiles/kindling &&
+    (cd bazel-bin/tests/io/torch_interop_test.runfiles/kindling &&
      TEST_TMPDIR=/tmp/kindling_out ../../torch_interop_test)
     # 2. Read them with PyTorch (Debian's python3-torch; no network):
     /usr/bin/python3 tests/data/check_torch_reads_kindling.py /tmp/kindling_out

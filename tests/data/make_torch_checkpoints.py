@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes small checkpoints from real torch.nn layers, for Kindling's interop
-tests (tests/record/torch_interop_test.cc).
+tests (tests/io/torch_interop_test.cc).
 
 Run once, from the repository root, with Debian's PyTorch (python3-torch; no
 network, no `safetensors` package needed):

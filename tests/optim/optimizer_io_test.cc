@@ -10,12 +10,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kindling/autodiff/gradients.h"
+#include "kindling/io/atomic_file.h"
+#include "kindling/io/module_file.h"
+#include "kindling/io/safetensors.h"
+#include "kindling/io/tensor_file.h"
 #include "kindling/module/erased.h"
 #include "kindling/optim/optimizer.h"
-#include "kindling/record/atomic_file.h"
-#include "kindling/record/checkpoint.h"
-#include "kindling/record/safetensors.h"
-#include "kindling/record/safetensors_file.h"
 #include "tests/optim/optim_test_modules.kindling.h"
 
 namespace {
@@ -167,7 +167,7 @@ TEST(OptimizerIoTest, LoadRestoresHyperParametersAndGroups) {
   EXPECT_EQ(0.25, loaded->LearningRate("fc2.weight"));
   EXPECT_EQ(1, loaded->step_count());
 
-  auto file = kindling::record::SafetensorsFile::Open(path);
+  auto file = kindling::io::TensorFile::Open(path);
   ASSERT_TRUE(file.ok());
   const auto& header = (*file)->header();
   EXPECT_NE(nullptr, header.Find("fc1.weight.exp_avg"));
@@ -233,37 +233,36 @@ void Rewrite(const std::string& from, const std::string& to,
              const std::function<void(
                  std::vector<std::pair<std::string, std::string>>&)>& edit_meta,
              const std::string& drop_tensor, bool add_extra) {
-  auto file = kindling::record::SafetensorsFile::Open(from);
+  auto file = kindling::io::TensorFile::Open(from);
   ASSERT_TRUE(file.ok());
   const auto& header = (*file)->header();
   auto metadata = header.metadata();
   edit_meta(metadata);
-  std::vector<kindling::record::TensorSpec> specs;
+  std::vector<kindling::io::TensorSpec> specs;
   std::vector<TensorBase> tensors;
   for (const auto& info : header.tensors()) {
     if (info.name == drop_tensor) continue;
     specs.push_back({info.name, info.dtype, info.shape});
-    auto tensor = kindling::record::ReadTensor(*file, info, DType::kF32,
-                                               kindling::Device::Cpu());
+    auto tensor = kindling::io::ReadTensor(*file, info, DType::kF32,
+                                           kindling::Device::Cpu());
     ASSERT_TRUE(tensor.ok());
     tensors.push_back(*tensor);
   }
   if (add_extra) {
     specs.push_back(
-        {"stray.exp_avg", kindling::record::SafetensorsDType::kF32, {1}});
+        {"stray.exp_avg", kindling::io::SafetensorsDType::kF32, {1}});
     tensors.push_back(Tensor<1>::Zeros({1}).base());
   }
   uint64_t data_size = 0;
   auto encoded =
-      kindling::record::EncodeSafetensorsHeader(specs, metadata, &data_size);
+      kindling::io::EncodeSafetensorsHeader(specs, metadata, &data_size);
   ASSERT_TRUE(encoded.ok()) << encoded.status();
-  auto out = kindling::record::AtomicFile::Create(to);
+  auto out = kindling::io::AtomicFile::Create(to);
   ASSERT_TRUE(out.ok());
   ASSERT_TRUE(out->Write(*encoded).ok());
   for (size_t i = 0; i < specs.size(); ++i) {
     ASSERT_TRUE(
-        kindling::record::WriteTensorData(*out, tensors[i], specs[i].dtype)
-            .ok());
+        kindling::io::WriteTensorData(*out, tensors[i], specs[i].dtype).ok());
   }
   ASSERT_TRUE(out->Commit().ok());
 }

@@ -11,10 +11,10 @@
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "kindling/autodiff/gradients.h"
+#include "kindling/io/tensor_file.h"
 #include "kindling/optim/clip.h"
 #include "kindling/optim/lr_schedule.h"
 #include "kindling/optim/optimizer.h"
-#include "kindling/record/safetensors_file.h"
 #include "tests/optim/optim_test_modules.kindling.h"
 
 namespace {
@@ -37,7 +37,7 @@ constexpr char kReference[] =
 class Reference {
  public:
   Reference() {
-    auto file = kindling::record::SafetensorsFile::Open(kReference);
+    auto file = kindling::io::TensorFile::Open(kReference);
     KINDLING_CHECK(file.ok(), "%s", std::string(file.status().message()));
     file_ = *file;
   }
@@ -49,8 +49,8 @@ class Reference {
   TensorBase Read(const std::string& key, DType dtype) const {
     const auto* info = file_->header().Find(key);
     KINDLING_CHECK(info != nullptr, "reference has no `%s`", key);
-    auto tensor = kindling::record::ReadTensor(file_, *info, dtype,
-                                               kindling::Device::Cpu());
+    auto tensor =
+        kindling::io::ReadTensor(file_, *info, dtype, kindling::Device::Cpu());
     KINDLING_CHECK(tensor.ok(), "%s", std::string(tensor.status().message()));
     return *tensor;
   }
@@ -67,7 +67,7 @@ class Reference {
   }
 
  private:
-  std::shared_ptr<const kindling::record::SafetensorsFile> file_;
+  std::shared_ptr<const kindling::io::TensorFile> file_;
 };
 
 // ExpectClose() compares within 1e-6 relative (plus a 1e-7 absolute floor

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kindling/record/checkpoint.h"
+#include "kindling/io/module_file.h"
 #include "kindling/train/checkpoint.h"
 #include "kindling/train/interrupt.h"
 #include "kindling/train/train_state.h"

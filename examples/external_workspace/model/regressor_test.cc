@@ -7,10 +7,10 @@
 
 #include "gtest/gtest.h"
 #include "kindling/autodiff/backward.h"
+#include "kindling/io/module_file.h"
 #include "kindling/module/module.h"
 #include "kindling/nn/loss.h"
 #include "kindling/optim/optimizer.h"
-#include "kindling/record/checkpoint.h"
 #include "kindling/tensor/generator.h"
 #include "kindling/tensor/tensor.h"
 #include "model/regressor.kindling.h"

@@ -16,10 +16,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "kindling/core/status_macros.h"
+#include "kindling/io/atomic_file.h"
+#include "kindling/io/safetensors.h"
+#include "kindling/io/tensor_file.h"
 #include "kindling/optim/optimizer.h"
-#include "kindling/record/atomic_file.h"
-#include "kindling/record/safetensors.h"
-#include "kindling/record/safetensors_file.h"
 
 namespace kindling {
 namespace {
@@ -50,7 +50,7 @@ std::string FormatDouble(double value) {
 // MetadataReader: typed reads of a header's metadata that collect errors.
 class MetadataReader {
  public:
-  MetadataReader(const record::SafetensorsHeader& header,
+  MetadataReader(const io::SafetensorsHeader& header,
                  std::vector<std::string>& errors)
       : header_(header), errors_(errors) {}
 
@@ -81,7 +81,7 @@ class MetadataReader {
   }
 
  private:
-  const record::SafetensorsHeader& header_;
+  const io::SafetensorsHeader& header_;
   std::vector<std::string>& errors_;
 };
 
@@ -126,7 +126,7 @@ absl::Status Optimizer::SaveState(
   // One entry per stepped parameter, under its first path (tied fields share
   // one state).
   const std::vector<std::string_view> names = rule_->StateNames();
-  std::vector<record::TensorSpec> specs;
+  std::vector<io::TensorSpec> specs;
   absl::flat_hash_map<std::string, const TensorBase*> tensors;
   absl::flat_hash_set<ParamId> saved;
   for (const auto& [param_path, id] : params) {
@@ -139,22 +139,22 @@ absl::Status Optimizer::SaveState(
     for (size_t s = 0; s < names.size(); ++s) {
       const TensorBase& tensor = state->second.tensors[s];
       std::string key = absl::StrCat(param_path, ".", std::string(names[s]));
-      specs.push_back({key, record::ToSafetensorsDType(tensor.dtype()),
-                       Dims(tensor.shape())});
+      specs.push_back(
+          {key, io::ToSafetensorsDType(tensor.dtype()), Dims(tensor.shape())});
       tensors.emplace(std::move(key), &tensor);
     }
   }
-  record::SortForAlignment(specs);
+  io::SortForAlignment(specs);
   uint64_t data_size = 0;
   absl::StatusOr<std::string> header =
-      record::EncodeSafetensorsHeader(specs, metadata, &data_size);
+      io::EncodeSafetensorsHeader(specs, metadata, &data_size);
   if (!header.ok()) return header.status();
-  absl::StatusOr<record::AtomicFile> file = record::AtomicFile::Create(path);
+  absl::StatusOr<io::AtomicFile> file = io::AtomicFile::Create(path);
   if (!file.ok()) return file.status();
   KINDLING_RETURN_IF_ERROR(file->Write(*header));
-  for (const record::TensorSpec& spec : specs) {
+  for (const io::TensorSpec& spec : specs) {
     KINDLING_RETURN_IF_ERROR(
-        record::WriteTensorData(*file, *tensors.at(spec.name), spec.dtype));
+        io::WriteTensorData(*file, *tensors.at(spec.name), spec.dtype));
   }
   return file->Commit();
 }
@@ -162,11 +162,11 @@ absl::Status Optimizer::SaveState(
 absl::Status Optimizer::LoadState(const std::vector<LoadTarget>& targets,
                                   const std::string& path,
                                   const OptimizerLoadOptions& options) {
-  absl::StatusOr<std::shared_ptr<const record::SafetensorsFile>> opened =
-      record::SafetensorsFile::Open(path);
+  absl::StatusOr<std::shared_ptr<const io::TensorFile>> opened =
+      io::TensorFile::Open(path);
   if (!opened.ok()) return opened.status();
-  const std::shared_ptr<const record::SafetensorsFile>& file = *opened;
-  const record::SafetensorsHeader& header = file->header();
+  const std::shared_ptr<const io::TensorFile>& file = *opened;
+  const io::SafetensorsHeader& header = file->header();
   const auto fail = [&](const std::vector<std::string>& errors) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Optimizer::Load: ", path, ": ", absl::StrJoin(errors, "; ")));
@@ -234,7 +234,7 @@ absl::Status Optimizer::LoadState(const std::vector<LoadTarget>& targets,
   struct Planned {
     const LoadTarget* target;
     int64_t step;
-    std::vector<const record::TensorInfo*> infos;
+    std::vector<const io::TensorInfo*> infos;
   };
   std::vector<Planned> plans;
   absl::flat_hash_set<std::string> used_keys;
@@ -275,19 +275,18 @@ absl::Status Optimizer::LoadState(const std::vector<LoadTarget>& targets,
     for (std::string_view name : names) {
       const std::string tensor_key =
           absl::StrCat(saved_path, ".", std::string(name));
-      const record::TensorInfo* info = header.Find(tensor_key);
+      const io::TensorInfo* info = header.Find(tensor_key);
       if (info == nullptr) {
         errors.push_back(absl::StrCat("missing tensor `", tensor_key, "`"));
         continue;
       }
       used_keys.insert(tensor_key);
-      const std::optional<DType> dtype =
-          record::FromSafetensorsDType(info->dtype);
+      const std::optional<DType> dtype = io::FromSafetensorsDType(info->dtype);
       const Shape shape{std::span<const int64_t>(info->shape)};
       if (dtype != target->dtype || shape != target->shape) {
         errors.push_back(absl::StrCat(
             "`", tensor_key, "` is ",
-            std::string(record::SafetensorsDTypeName(info->dtype)),
+            std::string(io::SafetensorsDTypeName(info->dtype)),
             shape.ToString(), " but parameter `", target->path, "` is ",
             std::string(DTypeName(target->dtype)), target->shape.ToString()));
       }
@@ -295,7 +294,7 @@ absl::Status Optimizer::LoadState(const std::vector<LoadTarget>& targets,
     }
     plans.push_back(std::move(plan));
   }
-  for (const record::TensorInfo& info : header.tensors()) {
+  for (const io::TensorInfo& info : header.tensors()) {
     if (!used_keys.contains(info.name)) {
       errors.push_back(absl::StrCat("unexpected tensor `", info.name, "`"));
     }
@@ -309,7 +308,7 @@ absl::Status Optimizer::LoadState(const std::vector<LoadTarget>& targets,
     state.step = plan.step;
     state.group = GroupOf(restored->groups_, plan.target->path);
     for (size_t s = 0; s < plan.infos.size(); ++s) {
-      absl::StatusOr<TensorBase> tensor = record::ReadTensor(
+      absl::StatusOr<TensorBase> tensor = io::ReadTensor(
           file, *plan.infos[s], plan.target->dtype, plan.target->device);
       if (!tensor.ok()) return tensor.status();
       tensor->MakeWritable();

@@ -2,7 +2,7 @@
 // elements (f16, bf16, f32, f64) from one format to another.
 //
 // The CPU backend's contiguous copy (Tensor::to) and the checkpoint reader and
-// writer (kindling/record/convert.h) both call it, so a tensor converted in
+// writer (kindling/io/convert.h) both call it, so a tensor converted in
 // memory and one converted on its way to or from a file get the same bits.
 // The result equals the scalar reference in half.h element for element:
 //   * narrowing rounds to nearest, ties to even, once (f64 -> f16/bf16 goes

@@ -16,8 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kindling/core/status_macros.h"
-#include "kindling/record/atomic_file.h"
-#include "kindling/record/safetensors_file.h"
+#include "kindling/io/atomic_file.h"
+#include "kindling/io/tensor_file.h"
 
 namespace kindling::train {
 namespace {
@@ -71,8 +71,8 @@ absl::StatusOr<std::string> MakeCheckpointDir(const std::string& out_dir,
 absl::Status CommitLatest(const std::string& out_dir,
                           const std::string& checkpoint_dir) {
   const std::string name = fs::path(checkpoint_dir).filename().string();
-  absl::StatusOr<record::AtomicFile> file =
-      record::AtomicFile::Create(out_dir + "/" + kLatestFile);
+  absl::StatusOr<io::AtomicFile> file =
+      io::AtomicFile::Create(out_dir + "/" + kLatestFile);
   if (!file.ok()) return file.status();
   KINDLING_RETURN_IF_ERROR(file->Write(name + "\n"));
   KINDLING_RETURN_IF_ERROR(file->Commit());
@@ -97,8 +97,8 @@ absl::Status CommitLatest(const std::string& out_dir,
 }
 
 absl::StatusOr<TrainState> ReadTrainState(const std::string& model_path) {
-  absl::StatusOr<std::shared_ptr<const record::SafetensorsFile>> file =
-      record::SafetensorsFile::Open(model_path);
+  absl::StatusOr<std::shared_ptr<const io::TensorFile>> file =
+      io::TensorFile::Open(model_path);
   if (!file.ok()) return file.status();
   return DecodeTrainState((*file)->header(), model_path);
 }

@@ -35,9 +35,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kindling/core/status_macros.h"
+#include "kindling/io/module_file.h"
 #include "kindling/module/module_traits.h"
 #include "kindling/optim/optimizer.h"
-#include "kindling/record/checkpoint.h"
 #include "kindling/train/train_state.h"
 
 namespace kindling::train {

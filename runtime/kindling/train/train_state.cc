@@ -12,7 +12,7 @@
 namespace kindling::train {
 namespace {
 
-absl::StatusOr<std::string> Entry(const record::SafetensorsHeader& header,
+absl::StatusOr<std::string> Entry(const io::SafetensorsHeader& header,
                                   const std::string& key,
                                   const std::string& file_name) {
   const std::string* value = header.FindMetadata(key);
@@ -25,7 +25,7 @@ absl::StatusOr<std::string> Entry(const record::SafetensorsHeader& header,
 }
 
 template <typename Int>
-absl::StatusOr<Int> Number(const record::SafetensorsHeader& header,
+absl::StatusOr<Int> Number(const io::SafetensorsHeader& header,
                            const std::string& key,
                            const std::string& file_name) {
   absl::StatusOr<std::string> text = Entry(header, key, file_name);
@@ -50,8 +50,8 @@ std::vector<std::pair<std::string, std::string>> EncodeTrainState(
           {"train.dropout_offset", absl::StrCat(state.dropout.offset)}};
 }
 
-absl::StatusOr<TrainState> DecodeTrainState(
-    const record::SafetensorsHeader& header, const std::string& file_name) {
+absl::StatusOr<TrainState> DecodeTrainState(const io::SafetensorsHeader& header,
+                                            const std::string& file_name) {
   absl::StatusOr<std::string> format = Entry(header, "train.format", file_name);
   if (!format.ok()) return format.status();
   if (*format != kTrainStateFormat) {

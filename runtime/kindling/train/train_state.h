@@ -19,7 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "kindling/data/loader_state.h"
-#include "kindling/record/safetensors.h"
+#include "kindling/io/safetensors.h"
 #include "kindling/tensor/philox_generator.h"
 
 namespace kindling::train {
@@ -50,7 +50,7 @@ std::vector<std::pair<std::string, std::string>> EncodeTrainState(
 // unknown format or a bad number is InvalidArgument naming the entry and
 // `file_name`.
 [[nodiscard]] absl::StatusOr<TrainState> DecodeTrainState(
-    const record::SafetensorsHeader& header, const std::string& file_name);
+    const io::SafetensorsHeader& header, const std::string& file_name);
 
 }  // namespace kindling::train
 
