@@ -1,6 +1,9 @@
 // load_bench: checkpoint save/load memory and speed, Burn's unified_loading
 // shape: 20 Linear layers (1024->2048, then 19x 2048->2048), 81.8M f32
-// parameters, 312 MiB, saved once as safetensors.
+// parameters, 312 MiB, saved once as safetensors. Then a PyTorch-layout
+// checkpoint of BERT-base's shapes (110M parameters; Linear weights
+// [out, in]): how much of it loads borrowed, the peak RSS of a lazy load and
+// first forward, and the forward time against Kindling-layout weights.
 //
 //   tools/bazel run //benches:load_bench            # full size
 //   tools/bazel run //benches:load_bench -- --layers=2 --width=64   # smoke
@@ -32,11 +35,15 @@
 #include "benches/bench_models.kindling.h"
 #include "kindling/core/param.h"
 #include "kindling/io/module_file.h"
+#include "kindling/module/erased.h"
 #include "kindling/module/initializer.h"
 #include "kindling/module/module_traits.h"
 #include "kindling/module/record.h"
+#include "kindling/nn/embedding.h"
+#include "kindling/nn/layer_norm.h"
 #include "kindling/nn/linear.h"
 #include "kindling/tensor/convert_span.h"
+#include "kindling/tensor/grad_mode.h"
 #include "kindling/tensor/half.h"
 #include "kindling/tensor/memory_stats.h"
 #include "kindling/tensor/tensor.h"
@@ -46,6 +53,7 @@ namespace bench {
 using kindling::Device;
 using kindling::Param;
 using kindling::Tensor;
+using kindling::TensorBase;
 using kindling::nn::Linear;
 // The model: kindling::bench::Deep (benches/bench_models.h), a generated
 // module holding std::vector<nn::Linear>.
@@ -58,6 +66,11 @@ struct Flags {
   int64_t input = 1024;
   int64_t width = 2048;
   int repetitions = 3;
+  // The BERT-shaped model (bert-base-uncased by default).
+  int bert_layers = 12;
+  int64_t bert_hidden = 768;
+  int64_t bert_vocab = 30522;
+  int64_t bert_tokens = 128;  // tokens per forward pass
 };
 
 // A lazy model: nothing allocated.
@@ -214,6 +227,157 @@ int PhaseLoad(const Flags& flags, const std::string& precision, bool eager) {
   return 0;
 }
 
+// --- BERT-base shapes in PyTorch layout ------------------------------------
+
+using Bert = kindling::bench::BertBase;
+
+Bert MakeBert(const Flags& flags) {
+  using kindling::nn::EmbeddingConfig;
+  using kindling::nn::LayerNormConfig;
+  using kindling::nn::LinearConfig;
+  const int64_t h = flags.bert_hidden;
+  Bert bert{EmbeddingConfig{flags.bert_vocab, h}.Init(),
+            EmbeddingConfig{512, h}.Init(),
+            EmbeddingConfig{2, h}.Init(),
+            LayerNormConfig{h}.Init(),
+            {},
+            LinearConfig{h, h}.Init()};
+  for (int i = 0; i < flags.bert_layers; ++i) {
+    bert.layers.push_back(kindling::bench::BertLayer{
+        LinearConfig{h, h}.Init(), LinearConfig{h, h}.Init(),
+        LinearConfig{h, h}.Init(), LinearConfig{h, h}.Init(),
+        LayerNormConfig{h}.Init(), LinearConfig{h, 4 * h}.Init(),
+        LinearConfig{4 * h, h}.Init(), LayerNormConfig{h}.Init()});
+  }
+  return bert;
+}
+
+// "torch": Hugging Face's layout through the PyTorch adapter (Linear
+// weights [out, in], LayerNorm weight/bias); "kindling": Kindling's own.
+std::string BertPath(const Flags& flags, const std::string& layout) {
+  return flags.dir + "/kindling_load_bench_bert_" + layout + ".safetensors";
+}
+
+// BertForward() runs every layer once on `tokens` tokens: the embeddings,
+// then per layer x = norm(x + out(q(x) + k(x) + v(x))) and
+// x = norm(x + down(relu(up(x)))), then the pooler. Returns a checksum.
+double BertForward(const Bert& bert, int64_t tokens) {
+  kindling::NoGradGuard no_grad;
+  std::vector<int64_t> ids(tokens), positions(tokens), types(tokens, 0);
+  for (int64_t i = 0; i < tokens; ++i) {
+    ids[i] = (i * 7919) % bert.word_embeddings.weight->dim(0);
+    positions[i] = i % 512;
+  }
+  using Ids = Tensor<2, kindling::Int>;
+  const Tensor<3> embedded =
+      bert.word_embeddings.Forward(Ids::FromData<int64_t>(ids, {1, tokens})) +
+      bert.position_embeddings.Forward(
+          Ids::FromData<int64_t>(positions, {1, tokens})) +
+      bert.token_type_embeddings.Forward(
+          Ids::FromData<int64_t>(types, {1, tokens}));
+  const int64_t hidden = embedded.dim(2);
+  Tensor<2> x =
+      bert.embeddings_norm.Forward(embedded).reshape<2>({tokens, hidden});
+  for (const kindling::bench::BertLayer& layer : bert.layers) {
+    const Tensor<2> mixed =
+        layer.query.Forward(x) + layer.key.Forward(x) + layer.value.Forward(x);
+    x = layer.attention_norm.Forward(x + layer.attention_output.Forward(mixed));
+    x = layer.output_norm.Forward(
+        x + layer.output.Forward(layer.intermediate.Forward(x).relu()));
+  }
+  return bert.pooler.Forward(x).to_data<float>()[0];
+}
+
+// TouchBert() reads one float per 4 KiB page of every parameter, wherever
+// its strides put it: what a first use of every weight faults in.
+double TouchBert(const Bert& bert) {
+  double sum = 0;
+  kindling::VisitParamsErased(bert, [&](const kindling::ParamView& param) {
+    const TensorBase value = param.value();
+    const float* data = value.data_as<float>();
+    for (int64_t i = 0; i < value.numel(); i += 1024) sum += data[i];
+  });
+  return sum;
+}
+
+kindling::LoadOptions BertLoadOptions(const std::string& layout) {
+  kindling::LoadOptions options;
+  if (layout == "torch") options.pytorch = kindling::PyTorchAdapter{};
+  return options;
+}
+
+int PhaseBertSave(const Flags& flags) {
+  Bert bert = MakeBert(flags);  // saving initializes it
+  Check(kindling::SaveModule(bert, BertPath(flags, "kindling")));
+  kindling::SaveOptions torch_layout;
+  torch_layout.pytorch = kindling::PyTorchAdapter{};
+  Check(kindling::SaveModule(bert, BertPath(flags, "torch"), torch_layout));
+  Emit("file_bytes", FileSize(BertPath(flags, "torch")));
+  return 0;
+}
+
+// A lazy load of the `layout` file, then one forward pass, which reads every
+// page of every weight but the embedding rows it does not look up.
+int PhaseBertLoad(const Flags& flags, const std::string& layout) {
+  const std::string path = BertPath(flags, layout);
+  WarmPageCache(path);
+  const int64_t rss_start = RssBytes();
+  kindling::ResetMemoryStats(Device::Cpu());
+  Bert bert = MakeBert(flags);
+  absl::StatusOr<kindling::LoadReport> report =
+      kindling::LoadModule(bert, path, BertLoadOptions(layout));
+  Check(report.status());
+  Emit("peak_rss_after_load", PeakRssBytes());
+  Emit("checksum", TouchBert(bert));
+  Emit("peak_rss_after_touch", PeakRssBytes());
+  const auto start = std::chrono::steady_clock::now();
+  Emit("checksum", BertForward(bert, flags.bert_tokens));
+  Emit("first_forward_seconds", Seconds(start));
+  Emit("rss_start", rss_start);
+  Emit("peak_rss_after_forward", PeakRssBytes());
+  Emit("borrowed_bytes", report->borrowed_bytes);
+  Emit("copied_bytes", report->copied_bytes);
+  Emit("borrowed_fraction", report->BorrowedFraction());
+  Emit("peak_tracked", kindling::GetMemoryStats(Device::Cpu()).peak_live_bytes);
+  return 0;
+}
+
+// Both layouts loaded in one process, forwards alternated: the median of
+// each.
+int PhaseBertForward(const Flags& flags) {
+  Bert kindling_layout = MakeBert(flags);
+  Bert torch_layout = MakeBert(flags);
+  Check(kindling::LoadModule(kindling_layout, BertPath(flags, "kindling"),
+                             BertLoadOptions("kindling"))
+            .status());
+  Check(kindling::LoadModule(torch_layout, BertPath(flags, "torch"),
+                             BertLoadOptions("torch"))
+            .status());
+  // BLAS sums a transposed operand in another order: equal to rounding.
+  const double want = BertForward(kindling_layout, flags.bert_tokens);
+  const double got = BertForward(torch_layout, flags.bert_tokens);
+  if (std::fabs(got - want) > 1e-3 * std::max(1.0, std::fabs(want))) {
+    std::fprintf(stderr, "load_bench: the two layouts disagree\n");
+    return 1;
+  }
+  std::vector<double> kindling_seconds, torch_seconds;
+  for (int i = 0; i < 2 * flags.repetitions + 1; ++i) {
+    for (auto [bert, times] : {std::pair{&kindling_layout, &kindling_seconds},
+                               std::pair{&torch_layout, &torch_seconds}}) {
+      const auto start = std::chrono::steady_clock::now();
+      BertForward(*bert, flags.bert_tokens);
+      times->push_back(Seconds(start));
+    }
+  }
+  const auto median = [](std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+  };
+  Emit("forward_kindling_layout", median(kindling_seconds));
+  Emit("forward_torch_layout", median(torch_seconds));
+  return 0;
+}
+
 // --- Driver
 // --------------------------------------------------------------------
 
@@ -227,7 +391,11 @@ std::map<std::string, double> RunPhase(const Flags& flags,
       " --layers=" + std::to_string(flags.layers) +
       " --input=" + std::to_string(flags.input) +
       " --width=" + std::to_string(flags.width) +
-      " --repetitions=" + std::to_string(flags.repetitions);
+      " --repetitions=" + std::to_string(flags.repetitions) +
+      " --bert_layers=" + std::to_string(flags.bert_layers) +
+      " --bert_hidden=" + std::to_string(flags.bert_hidden) +
+      " --bert_vocab=" + std::to_string(flags.bert_vocab) +
+      " --bert_tokens=" + std::to_string(flags.bert_tokens);
   FILE* pipe = ::popen(command.c_str(), "r");
   std::map<std::string, double> values;
   char key[128];
@@ -307,6 +475,47 @@ double ConvertHalfSeconds(int64_t count, int repetitions, bool vectorized) {
 }
 
 double MiB(double bytes) { return bytes / (1024.0 * 1024.0); }
+
+void ReportBert(const Flags& flags) {
+  const auto save = RunPhase(flags, "bert_save");
+  const auto load = RunPhase(flags, "bert_load_torch");
+  const auto load_kindling = RunPhase(flags, "bert_load_kindling");
+  const auto forward = RunPhase(flags, "bert_forward");
+  const double file_bytes = save.at("file_bytes");
+  std::printf(
+      "\nBERT-base shapes (%d layers, hidden %lld, vocab %lld), "
+      "PyTorch-layout safetensors %.1f MiB:\n",
+      flags.bert_layers, static_cast<long long>(flags.bert_hidden),
+      static_cast<long long>(flags.bert_vocab), MiB(file_bytes));
+  std::printf(
+      "  borrowed_fraction %.4f (%.1f MiB borrowed, %.1f MiB copied)   "
+      "goal >= 0.99\n",
+      load.at("borrowed_fraction"), MiB(load.at("borrowed_bytes")),
+      MiB(load.at("copied_bytes")));
+  const auto rss = [&](const std::map<std::string, double>& phase,
+                       const char* key) {
+    return (phase.at(key) - phase.at("rss_start")) / file_bytes;
+  };
+  std::printf(
+      "  +RSS/file, lazy load: %.3fx; + first read of every page: %.3fx   "
+      "goal <= 1.02x\n"
+      "  +RSS/file after the first forward: %.3fx (Kindling-layout file: "
+      "%.3fx; peak Kindling-allocated tensors %.3fx)\n",
+      rss(load, "peak_rss_after_load"), rss(load, "peak_rss_after_touch"),
+      rss(load, "peak_rss_after_forward"),
+      rss(load_kindling, "peak_rss_after_forward"),
+      load.at("peak_tracked") / file_bytes);
+  std::printf(
+      "  forward, %lld tokens (median of %d): PyTorch layout %.1f ms, "
+      "Kindling layout %.1f ms: %.3fx   goal <= 1.02x\n",
+      static_cast<long long>(flags.bert_tokens), 2 * flags.repetitions + 1,
+      forward.at("forward_torch_layout") * 1e3,
+      forward.at("forward_kindling_layout") * 1e3,
+      forward.at("forward_torch_layout") /
+          forward.at("forward_kindling_layout"));
+  std::remove(BertPath(flags, "kindling").c_str());
+  std::remove(BertPath(flags, "torch").c_str());
+}
 
 int Drive(const Flags& flags) {
   const auto save = RunPhase(flags, "save_f32");
@@ -402,6 +611,7 @@ int Drive(const Flags& flags) {
       eager.at("construct_seconds") * 1e3);
   std::remove(FilePath(flags, "f32").c_str());
   std::remove(FilePath(flags, "f16").c_str());
+  ReportBert(flags);
   return 0;
 }
 
@@ -427,10 +637,19 @@ int main(int argc, char** argv) {
       flags.width = std::atoll(v);
     } else if (const char* v = value("repetitions")) {
       flags.repetitions = std::atoi(v);
+    } else if (const char* v = value("bert_layers")) {
+      flags.bert_layers = std::atoi(v);
+    } else if (const char* v = value("bert_hidden")) {
+      flags.bert_hidden = std::atoll(v);
+    } else if (const char* v = value("bert_vocab")) {
+      flags.bert_vocab = std::atoll(v);
+    } else if (const char* v = value("bert_tokens")) {
+      flags.bert_tokens = std::atoll(v);
     } else {
       std::fprintf(stderr,
                    "usage: load_bench [--layers=N] [--input=N] [--width=N] "
-                   "[--dir=D] [--repetitions=N]\n");
+                   "[--dir=D] [--repetitions=N] [--bert_layers=N] "
+                   "[--bert_hidden=N] [--bert_vocab=N] [--bert_tokens=N]\n");
       return 2;
     }
   }
@@ -450,6 +669,14 @@ int main(int argc, char** argv) {
   if (flags.phase == "lazy_load_f16") {
     return bench::PhaseLoad(flags, "f16", false);
   }
+  if (flags.phase == "bert_save") return bench::PhaseBertSave(flags);
+  if (flags.phase == "bert_load_torch") {
+    return bench::PhaseBertLoad(flags, "torch");
+  }
+  if (flags.phase == "bert_load_kindling") {
+    return bench::PhaseBertLoad(flags, "kindling");
+  }
+  if (flags.phase == "bert_forward") return bench::PhaseBertForward(flags);
   std::fprintf(stderr, "load_bench: unknown phase %s\n", flags.phase.c_str());
   return 2;
 }

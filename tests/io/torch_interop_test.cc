@@ -101,6 +101,38 @@ TEST(TorchInteropTest, Bfloat16CheckpointConvertsToTheModuleDtype) {
   }
 }
 
+// A bf16 checkpoint trained in f32 goes back to bf16 on save: the round
+// trip bf16 -> f32 -> bf16 gives PyTorch's bytes back exactly.
+TEST(TorchInteropTest, Bfloat16CheckpointSavesBackAsBfloat16BitForBit) {
+  const std::string theirs_path =
+      std::string(kData) + "torch_linear_bf16.safetensors";
+  kindling::nn::Linear linear = kindling::nn::LinearConfig{4, 3}.Init();
+  ASSERT_TRUE(LoadModule(linear, theirs_path, PyTorch()).ok());
+  ASSERT_EQ(kindling::DType::kF32, linear.weight->dtype());
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string ours_path =
+      std::string(dir != nullptr ? dir : "/tmp") + "/linear_bf16.safetensors";
+  kindling::SaveOptions save;
+  save.pytorch = kindling::PyTorchAdapter{};
+  save.precision = kindling::Precision::kBF16;
+  ASSERT_TRUE(kindling::SaveModule(linear, ours_path, save).ok());
+  auto theirs = TensorFile::Open(theirs_path);
+  auto ours = TensorFile::Open(ours_path);
+  ASSERT_TRUE(theirs.ok() && ours.ok());
+  ASSERT_EQ((*theirs)->header().tensors().size(),
+            (*ours)->header().tensors().size());
+  for (const auto& info : (*theirs)->header().tensors()) {
+    const auto* mine = (*ours)->header().Find(info.name);
+    ASSERT_NE(nullptr, mine) << info.name;
+    EXPECT_EQ(info.dtype, mine->dtype) << info.name;
+    EXPECT_EQ(info.shape, mine->shape) << info.name;
+    ASSERT_EQ(info.nbytes(), mine->nbytes()) << info.name;
+    EXPECT_EQ(0, std::memcmp((*theirs)->data(info), (*ours)->data(*mine),
+                             info.nbytes()))
+        << info.name;
+  }
+}
+
 TEST(TorchInteropTest, Conv2dMatchesPyTorch) {
   kindling::nn::Conv2d conv = kindling::nn::Conv2dConfig{
       .in_channels = 2,

@@ -14,6 +14,7 @@
 #include "kindling/io/module_file.h"
 #include "kindling/io/tensor_file.h"
 #include "kindling/io/torch_zip.h"
+#include "kindling/tensor/memory_stats.h"
 #include "tests/io/torch_pt_modules.kindling.h"
 
 namespace {
@@ -142,7 +143,38 @@ TEST(TorchPtTest, TiedBatchNormNetLoadsAndMatchesTorch) {
       LoadModule(net, PtFile("tied_net.pt"), TorchNetOptions());
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(8u, report->applied.size());
+  // PyTorch's [out, in] Linear weights are borrowed as transposed views of
+  // the file; only the tied decoder weight (the encoder's bytes) is copied.
+  EXPECT_EQ(7, report->borrowed);
+  EXPECT_EQ(1, report->copied);
+  EXPECT_FALSE(net.encoder.weight->base().is_contiguous());
   ExpectTorchOutput(net);
+}
+
+TEST(TorchPtTest, SavingBackInPyTorchLayoutCopiesNothing) {
+  pttest::TiedNet net = pttest::MakeTiedNet();
+  ASSERT_TRUE(LoadModule(net, PtFile("tied_net.pt"), TorchNetOptions()).ok());
+  const std::string path =
+      std::string(std::getenv("TEST_TMPDIR")) + "/tied_net.safetensors";
+  kindling::SaveOptions options;
+  options.pytorch = kindling::PyTorchAdapter{};
+  kindling::ResetMemoryStats(kindling::Device::Cpu());
+  // Live before the save: the one copied (tied) weight.
+  const int64_t live =
+      kindling::GetMemoryStats(kindling::Device::Cpu()).live_bytes;
+  ASSERT_TRUE(kindling::SaveModule(net, path, options).ok());
+  // The transposed views transpose back to the file's own [out, in] bytes,
+  // which are written as they are: no tensor is allocated.
+  EXPECT_EQ(live,
+            kindling::GetMemoryStats(kindling::Device::Cpu()).peak_live_bytes);
+  const auto pt = Open("tied_net.pt");
+  absl::StatusOr<std::shared_ptr<const TensorFile>> saved =
+      TensorFile::Open(path);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  for (const TensorInfo& info : (*saved)->header().tensors()) {
+    EXPECT_EQ(Bytes(pt, *pt->header().Find(info.name)), Bytes(*saved, info))
+        << info.name;
+  }
 }
 
 TEST(TorchPtTest, PrefixedStateDictLoadsWithStripPrefix) {

@@ -18,7 +18,7 @@
 //   absl::StatusOr<TensorBase> w = io::ReadTensorToDevice(
 //       file, *info, DType::kF32, Device::Cuda(0), /*staging_bytes=*/8 << 20);
 //
-// LoadModule() (checkpoint.h) calls it for every parameter of a module that
+// LoadModule() (module_file.h) calls it for every parameter of a module that
 // lives on a device, with LoadOptions::device_staging_bytes.
 //
 // The staging buffer is reused as soon as DeviceMemory::CopyHostToDevice()

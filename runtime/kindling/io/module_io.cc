@@ -387,20 +387,30 @@ std::string ModuleLoader::UnusedList(
   return absl::StrJoin(entries, ", ");
 }
 
+void ModuleLoader::Count(const TensorBase& tensor, bool borrowed) {
+  const int64_t bytes = tensor.numel() * tensor.element_size();
+  if (borrowed) {
+    ++report_.borrowed;
+    report_.borrowed_bytes += bytes;
+  } else {
+    ++report_.copied;
+    report_.copied_bytes += bytes;
+  }
+}
+
 absl::StatusOr<TensorBase> ModuleLoader::Materialize(int plan) {
   const Planned& planned = plans_[plan];
   if (!planned.device.is_cpu()) return MaterializeOnDevice(planned);
   bool borrowed = false;
   absl::StatusOr<TensorBase> tensor =
       ReadTensor(FileOf(planned.info), *planned.info, planned.dtype,
-                 planned.transpose ? Device::Cpu() : planned.device, &borrowed);
+                 planned.device, &borrowed);
   if (!tensor.ok()) return tensor.status();
-  if (planned.transpose) {
-    *tensor = tensor->Transpose(0, 1).Contiguous();
-    borrowed = false;
-    if (!planned.device.is_cpu()) *tensor = tensor->ToDevice(planned.device);
-  }
-  ++(borrowed ? report_.borrowed : report_.copied);
+  // PyTorch's [out, in] weight becomes the module's [in, out] as a
+  // transposed view: still borrowed from the file, and matmul hands it to
+  // BLAS with its transpose flag, so it is never copied.
+  if (planned.transpose) *tensor = tensor->Transpose(0, 1);
+  Count(*tensor, borrowed);
   return tensor;
 }
 
@@ -412,7 +422,7 @@ absl::StatusOr<TensorBase> ModuleLoader::MaterializeOnDevice(
   if (!tensor.ok()) return tensor.status();
   // PyTorch's [out, in] weight is transposed on the device, not the host.
   if (planned.transpose) *tensor = tensor->Transpose(0, 1).Contiguous();
-  ++report_.copied;
+  Count(*tensor, /*borrowed=*/false);
   return tensor;
 }
 

@@ -1,5 +1,5 @@
 // The non-template engine behind SaveModule() and LoadModule()
-// (checkpoint.h). The templates walk a module and describe each parameter as
+// (module_file.h). The templates walk a module and describe each parameter as
 // a LeafQuery or a tensor; everything that does not depend on the module's
 // C++ type (key matching, remapping, the PyTorch adapter, validation,
 // conversion, writing) lives here, compiled once.
@@ -86,6 +86,10 @@ class ModuleLoader {
     bool transpose;
     std::optional<ParamId> id;
   };
+
+  // Count() adds a materialized tensor to the report's borrowed or copied
+  // counters.
+  void Count(const TensorBase& tensor, bool borrowed);
 
   // MaterializeOnDevice() is Materialize() for a plan bound for a device
   // other than the CPU: straight from the mapping into device memory.

@@ -1,4 +1,4 @@
-// Options and reports for SaveModule() / LoadModule() (checkpoint.h).
+// Options and reports for SaveModule() / LoadModule() (module_file.h).
 //
 //   kindling::LoadOptions options;
 //   options.allow_partial = true;                    // keep what is missing
@@ -108,6 +108,14 @@ struct LoadReport {
   // (dtype, alignment, device or layout differed).
   int64_t borrowed = 0;
   int64_t copied = 0;
+  // The same in bytes (of the module's tensors); BorrowedFraction() is
+  // borrowed_bytes over both.
+  int64_t borrowed_bytes = 0;
+  int64_t copied_bytes = 0;
+  double BorrowedFraction() const {
+    const int64_t total = borrowed_bytes + copied_bytes;
+    return total == 0 ? 0.0 : static_cast<double>(borrowed_bytes) / total;
+  }
   // The module type the file says it holds ("" for foreign files).
   std::string file_module_type;
 };

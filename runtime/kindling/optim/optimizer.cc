@@ -1,7 +1,10 @@
 // Optimizer construction and stepping (save/load are in optimizer_io.cc).
 #include "kindling/optim/optimizer.h"
 
+#include <algorithm>
 #include <memory>
+#include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -114,6 +117,59 @@ const TensorBase* Optimizer::state_tensor(ParamId id,
   return nullptr;
 }
 
+namespace {
+
+// StorageOrder() is the order of `value`'s axes in memory, outermost first,
+// when `value` is a permutation of a contiguous tensor (a PyTorch-layout
+// Linear weight loaded as a transposed view of the file, module_file.h), so
+// that value.Permute(order) is contiguous; nullopt when its strides leave
+// gaps or overlap.
+std::optional<std::vector<int>> StorageOrder(const TensorBase& value) {
+  std::vector<int> order(value.rank());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return value.strides()[a] > value.strides()[b];
+  });
+  if (!value.Permute(order).is_contiguous()) return std::nullopt;
+  return order;
+}
+
+// InStorageOrder() is `tensor` viewed in its parameter's storage order:
+// contiguous for the parameter and its states, which share its layout.
+TensorBase InStorageOrder(const TensorBase& tensor,
+                          const std::vector<int>& order) {
+  return tensor.Permute(order);
+}
+
+// ZerosLike() is a zero tensor with `value`'s shape, dtype, device and
+// layout (strides), so a state steps element for element with its
+// parameter's storage.
+TensorBase ZerosLike(const TensorBase& value) {
+  const std::vector<int> order = StorageOrder(value).value();
+  std::vector<int64_t> dims(order.size());
+  std::vector<int> inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    dims[i] = value.shape()[order[i]];
+    inverse[order[i]] = static_cast<int>(i);
+  }
+  TensorBase zeros = TensorBase::Empty(Shape{std::span<const int64_t>(dims)},
+                                       value.dtype(), value.device());
+  GetBackend(zeros.device()).Fill(zeros, 0.0);
+  return zeros.Permute(inverse);
+}
+
+}  // namespace
+
+void Optimizer::FollowLayout(ParamState& state, const TensorBase& value) {
+  for (TensorBase& tensor : state.tensors) {
+    if (tensor.defined() && tensor.strides() != value.strides()) {
+      TensorBase relaid = ZerosLike(value);
+      GetBackend(relaid.device()).Copy(relaid, tensor);
+      tensor = std::move(relaid);
+    }
+  }
+}
+
 void Optimizer::FollowDevice(ParamState& state, const Device& device) {
   for (TensorBase& tensor : state.tensors) {
     if (tensor.defined() && tensor.device() != device) {
@@ -156,10 +212,11 @@ absl::Status Optimizer::PrepareStep(std::vector<StepItem>& items) {
       errors.push_back(absl::StrCat("the gradient of `", item.path, "` is ",
                                     grad.ToString(), " but the parameter is ",
                                     value.ToString()));
-    } else if (!value.is_contiguous()) {
+    } else if (!value.is_contiguous() && !StorageOrder(value).has_value()) {
       errors.push_back(absl::StrCat(
           "parameter `", item.path, "` (", value.ToString(),
-          ") is a strided view; the fused update needs contiguous storage"));
+          ") is a strided view with gaps or overlaps; the fused update needs "
+          "dense storage"));
     } else if (auto state = states_.find(item.id); state != states_.end()) {
       for (size_t s = 0; s < state_count; ++s) {
         const TensorBase& tensor = state->second.tensors[s];
@@ -185,15 +242,13 @@ absl::Status Optimizer::PrepareStep(std::vector<StepItem>& items) {
     }
     if (auto found = states_.find(item.id); found != states_.end()) {
       FollowDevice(found->second, item.value.device());
+      FollowLayout(found->second, item.value);
       continue;
     }
     ParamState state;
     state.group = GroupOf(groups_, item.path);
     for (size_t s = 0; s < state_count; ++s) {
-      TensorBase tensor = TensorBase::Empty(
-          item.value.shape(), item.value.dtype(), item.value.device());
-      GetBackend(tensor.device()).Fill(tensor, 0.0);
-      state.tensors.push_back(std::move(tensor));
+      state.tensors.push_back(ZerosLike(item.value));
     }
     states_.emplace(item.id, std::move(state));
   }
@@ -206,6 +261,19 @@ void Optimizer::UpdateOne(const StepItem& item, ParamState& state) {
   context.lr = schedule_.LearningRate(GroupLr(state.group), step_count_);
   context.weight_decay = GroupWeightDecay(state.group);
   context.step = state.step;
+  if (!item.value.is_contiguous()) {
+    // A permuted parameter (and its states, which share its layout) steps
+    // in storage order; the gradient is packed into that order once.
+    const std::vector<int> order = StorageOrder(item.value).value();
+    TensorBase param = InStorageOrder(item.value, order);
+    const TensorBase grad = InStorageOrder(item.grad, order).Contiguous();
+    std::vector<TensorBase> states;
+    for (const TensorBase& tensor : state.tensors) {
+      states.push_back(InStorageOrder(tensor, order));
+    }
+    rule_->Update(context, param, grad, std::span<TensorBase>(states));
+    return;
+  }
   // A strided gradient is packed once; the usual contiguous one is used as is.
   const TensorBase grad =
       item.grad.is_contiguous() ? item.grad : item.grad.Contiguous();

@@ -211,6 +211,10 @@ class Optimizer {
   // parameter now lives on (a model moved after its first steps, or state
   // loaded onto another device), so the fused update gets one device.
   static void FollowDevice(ParamState& state, const Device& device);
+  // FollowLayout() gives `state`'s tensors `value`'s strides (a state loaded
+  // contiguous for a parameter that is a transposed view), so that both step
+  // in one storage order.
+  static void FollowLayout(ParamState& state, const TensorBase& value);
   // ApplyStep() runs the update kernel for each non-duplicate item.
   void ApplyStep(const std::vector<optim_internal::StepItem>& items);
   void UpdateOne(const optim_internal::StepItem& item, ParamState& state);
