@@ -13,9 +13,13 @@ repository when it is @kindling.
 load("//codegen:defs.bzl", "kindling_module_library")
 
 # -Werror=unused-result makes discarding a [[nodiscard]] value (a Tensor, a
-# Status) a compile error rather than a warning.
+# Status) a compile error rather than a warning. -Werror=switch makes a
+# switch over an enum that misses a value (and has no default) an error: a
+# row added to the op table (tensor/elementwise_ops.def) without its kernel
+# or gradient case does not build.
 KINDLING_COPTS = [
     "-Werror=return-type",
+    "-Werror=switch",
     "-Werror=unused-result",
 ]
 

@@ -60,6 +60,27 @@ void ExpectNear(const Tensor<D>& expected, const Tensor<D>& actual,
   }
 }
 
+// ExpectSameTensors(): the two files hold the same keys with the same
+// dtypes, shapes and bytes.
+void ExpectSameTensors(const std::string& theirs_path,
+                       const std::string& ours_path) {
+  auto theirs = TensorFile::Open(theirs_path);
+  auto ours = TensorFile::Open(ours_path);
+  ASSERT_TRUE(theirs.ok() && ours.ok());
+  ASSERT_EQ((*theirs)->header().tensors().size(),
+            (*ours)->header().tensors().size());
+  for (const auto& info : (*theirs)->header().tensors()) {
+    const auto* mine = (*ours)->header().Find(info.name);
+    ASSERT_NE(nullptr, mine) << info.name;
+    EXPECT_EQ(info.dtype, mine->dtype) << info.name;
+    EXPECT_EQ(info.shape, mine->shape) << info.name;
+    ASSERT_EQ(info.nbytes(), mine->nbytes()) << info.name;
+    EXPECT_EQ(0, std::memcmp((*theirs)->data(info), (*ours)->data(*mine),
+                             info.nbytes()))
+        << info.name;
+  }
+}
+
 TEST(TorchInteropTest, LinearMatchesPyTorch) {
   kindling::nn::Linear linear = kindling::nn::LinearConfig{4, 3}.Init();
   absl::StatusOr<kindling::LoadReport> report = LoadModule(
@@ -116,21 +137,7 @@ TEST(TorchInteropTest, Bfloat16CheckpointSavesBackAsBfloat16BitForBit) {
   save.pytorch = kindling::PyTorchAdapter{};
   save.precision = kindling::Precision::kBF16;
   ASSERT_TRUE(kindling::SaveModule(linear, ours_path, save).ok());
-  auto theirs = TensorFile::Open(theirs_path);
-  auto ours = TensorFile::Open(ours_path);
-  ASSERT_TRUE(theirs.ok() && ours.ok());
-  ASSERT_EQ((*theirs)->header().tensors().size(),
-            (*ours)->header().tensors().size());
-  for (const auto& info : (*theirs)->header().tensors()) {
-    const auto* mine = (*ours)->header().Find(info.name);
-    ASSERT_NE(nullptr, mine) << info.name;
-    EXPECT_EQ(info.dtype, mine->dtype) << info.name;
-    EXPECT_EQ(info.shape, mine->shape) << info.name;
-    ASSERT_EQ(info.nbytes(), mine->nbytes()) << info.name;
-    EXPECT_EQ(0, std::memcmp((*theirs)->data(info), (*ours)->data(*mine),
-                             info.nbytes()))
-        << info.name;
-  }
+  ExpectSameTensors(theirs_path, ours_path);
 }
 
 TEST(TorchInteropTest, Conv2dMatchesPyTorch) {
@@ -192,20 +199,7 @@ TEST(TorchInteropTest, SavedWithAdapterMatchesPyTorchsFile) {
       ASSERT_TRUE(LoadModule(norm, torch_path, PyTorch()).ok());
       ASSERT_TRUE(kindling::SaveModule(norm, kindling_path, save).ok());
     }
-    auto theirs = TensorFile::Open(torch_path);
-    auto ours = TensorFile::Open(kindling_path);
-    ASSERT_TRUE(theirs.ok() && ours.ok());
-    ASSERT_EQ((*theirs)->header().tensors().size(),
-              (*ours)->header().tensors().size());
-    for (const auto& info : (*theirs)->header().tensors()) {
-      const auto* mine = (*ours)->header().Find(info.name);
-      ASSERT_NE(nullptr, mine) << info.name;
-      EXPECT_EQ(info.shape, mine->shape);
-      EXPECT_EQ(info.dtype, mine->dtype);
-      EXPECT_EQ(0, std::memcmp((*theirs)->data(info), (*ours)->data(*mine),
-                               info.nbytes()))
-          << info.name;
-    }
+    ExpectSameTensors(torch_path, kindling_path);
   }
 }
 

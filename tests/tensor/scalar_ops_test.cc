@@ -77,7 +77,7 @@ std::vector<uint8_t> Bytes(const TensorBase& tensor) {
 }
 
 std::string Describe(BinaryOp op, DType dtype, double scalar, bool lhs) {
-  return std::string(ops::BinaryOpName(op)) + " " +
+  return std::string(kindling::BinaryOpName(op)) + " " +
          std::string(DTypeName(dtype)) + " scalar " + std::to_string(scalar) +
          (lhs ? " on the left" : " on the right");
 }

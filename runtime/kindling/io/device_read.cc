@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "kindling/core/check.h"
+#include "kindling/core/status_macros.h"
 #include "kindling/io/convert.h"
 #include "kindling/io/strings.h"
 #include "kindling/tensor/device_memory.h"
@@ -21,12 +22,7 @@ absl::StatusOr<TensorBase> ReadTensorToDevice(
                  "ReadTensorToDevice: staging_bytes %d must be positive",
                  staging_bytes);
   const SafetensorsDType target = ToSafetensorsDType(dtype);
-  if (!CanConvert(info.dtype, target)) {
-    return absl::InvalidArgumentError(
-        Cat(file->path(), ": tensor \"", info.name, "\": stored as ",
-            SafetensorsDTypeName(info.dtype), ", which cannot convert to ",
-            DTypeName(dtype)));
-  }
+  KINDLING_RETURN_IF_ERROR(CheckConvertible(*file, info, dtype));
   if (!info.strides.empty()) {
     // A torch.save tensor that views its storage with strides (rare: a
     // state_dict's tensors are contiguous) is packed on the host first.

@@ -108,17 +108,23 @@ std::vector<uint8_t> GatherStrided(const uint8_t* source,
 
 }  // namespace
 
+absl::Status CheckConvertible(const TensorFile& file, const TensorInfo& info,
+                              DType dtype) {
+  if (CanConvert(info.dtype, ToSafetensorsDType(dtype))) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      Cat(file.path(), ": tensor \"", info.name, "\": stored as ",
+          SafetensorsDTypeName(info.dtype), ", which cannot convert to ",
+          DTypeName(dtype)));
+}
+
 absl::StatusOr<TensorBase> ReadTensor(
     const std::shared_ptr<const TensorFile>& file, const TensorInfo& info,
     DType dtype, const Device& device, bool* borrowed) {
   if (borrowed != nullptr) *borrowed = false;
   const SafetensorsDType target = ToSafetensorsDType(dtype);
-  if (!CanConvert(info.dtype, target)) {
-    return absl::InvalidArgumentError(
-        Cat(file->path(), ": tensor \"", info.name, "\": stored as ",
-            SafetensorsDTypeName(info.dtype), ", which cannot convert to ",
-            DTypeName(dtype)));
-  }
+  KINDLING_RETURN_IF_ERROR(CheckConvertible(*file, info, dtype));
   const Shape shape{std::span<const int64_t>(info.shape)};
   const uint8_t* source = file->data(info);
   const size_t count = static_cast<size_t>(info.num_elements());

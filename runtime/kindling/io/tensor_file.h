@@ -72,6 +72,12 @@ class TensorFile {
   SafetensorsHeader header_;
 };
 
+// CheckConvertible() is OK when `info`'s stored dtype converts to `dtype`,
+// else InvalidArgument naming the file and the key.
+[[nodiscard]] absl::Status CheckConvertible(const TensorFile& file,
+                                            const TensorInfo& info,
+                                            DType dtype);
+
 // ReadTensor() returns `info`'s elements as a contiguous tensor of `dtype`
 // on `device`, borrowing the mapping when it can (see above); `*borrowed`
 // (if given) says whether it did. InvalidArgument naming the file and key

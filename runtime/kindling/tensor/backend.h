@@ -29,54 +29,12 @@
 #include <string_view>
 
 #include "kindling/tensor/device.h"
+#include "kindling/tensor/elementwise_op.h"
 #include "kindling/tensor/random_distribution.h"
 
 namespace kindling {
 
 class TensorBase;
-
-// UnaryOp is an element-wise function of one tensor. kClamp takes its bounds
-// as the two scalar arguments of Backend::Unary.
-enum class UnaryOp {
-  kNeg,
-  kAbs,
-  kExp,
-  kLog,
-  kSqrt,
-  kRelu,
-  kGelu,
-  kSigmoid,
-  kTanh,
-  kClamp,
-  kLogicalNot,
-};
-
-// BinaryOp is an element-wise function of two tensors of one dtype. The
-// comparisons (kEqual .. kGreaterEqual) and logical ops write Bool.
-enum class BinaryOp {
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  kPow,
-  kMaximum,
-  kMinimum,
-  // lhs where rhs > 0, else 0: ReLU's gradient in one pass (lhs the upstream
-  // gradient, rhs ReLU's input). rhs <= 0 gives 0, so a NaN input passes the
-  // gradient, as PyTorch's threshold_backward does.
-  kReluBackward,
-  kEqual,
-  kNotEqual,
-  kLess,
-  kLessEqual,
-  kGreater,
-  kGreaterEqual,
-  kLogicalAnd,
-  kLogicalOr,
-};
-
-// IsComparison() is true for the BinaryOps that produce Bool.
-constexpr bool IsComparison(BinaryOp op) { return op >= BinaryOp::kEqual; }
 
 // ReduceOp reduces one axis. kArgMax / kArgMin write i64 indices (the first
 // index on ties); the others keep the input dtype.

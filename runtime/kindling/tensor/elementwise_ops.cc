@@ -46,10 +46,6 @@ std::pair<TensorBase, TensorBase> BinaryGradients(
     BinaryOp op, const TensorBase& grad, const TensorBase& a,
     const TensorBase& b, const TensorBase& y, bool need_a, bool need_b);
 
-bool IsLogical(BinaryOp op) {
-  return op == BinaryOp::kLogicalAnd || op == BinaryOp::kLogicalOr;
-}
-
 // CheckOperandDType() aborts when `op` is not defined on operands of
 // `dtype` (shapes lhs_shape and rhs_shape, for the message): the logical
 // ops need bool, arithmetic refuses it.
@@ -59,100 +55,20 @@ void CheckOperandDType(BinaryOp op, DType dtype, const Shape& lhs_shape,
   if (IsLogical(op)) {
     KINDLING_CHECK(dtype == DType::kBool, "%s: needs bool tensors, got %s",
                    name, std::string(DTypeName(dtype)));
-  } else if (!IsComparison(op)) {
+  } else if (!WritesBool(op)) {
     KINDLING_CHECK(dtype != DType::kBool,
                    "%s: arithmetic on bool tensors %s and %s", name,
                    lhs_shape.ToString(), rhs_shape.ToString());
   }
 }
 
-bool NeedsFloating(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::kExp:
-    case UnaryOp::kLog:
-    case UnaryOp::kSqrt:
-    case UnaryOp::kGelu:
-    case UnaryOp::kSigmoid:
-    case UnaryOp::kTanh:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
-
-const char* UnaryOpName(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::kNeg:
-      return "neg";
-    case UnaryOp::kAbs:
-      return "abs";
-    case UnaryOp::kExp:
-      return "exp";
-    case UnaryOp::kLog:
-      return "log";
-    case UnaryOp::kSqrt:
-      return "sqrt";
-    case UnaryOp::kRelu:
-      return "relu";
-    case UnaryOp::kGelu:
-      return "gelu";
-    case UnaryOp::kSigmoid:
-      return "sigmoid";
-    case UnaryOp::kTanh:
-      return "tanh";
-    case UnaryOp::kClamp:
-      return "clamp";
-    case UnaryOp::kLogicalNot:
-      return "logical_not";
-  }
-  return "unary";
-}
-
-const char* BinaryOpName(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::kAdd:
-      return "add";
-    case BinaryOp::kSub:
-      return "sub";
-    case BinaryOp::kMul:
-      return "mul";
-    case BinaryOp::kDiv:
-      return "div";
-    case BinaryOp::kPow:
-      return "pow";
-    case BinaryOp::kMaximum:
-      return "maximum";
-    case BinaryOp::kMinimum:
-      return "minimum";
-    case BinaryOp::kReluBackward:
-      return "relu_backward";
-    case BinaryOp::kEqual:
-      return "equal";
-    case BinaryOp::kNotEqual:
-      return "not_equal";
-    case BinaryOp::kLess:
-      return "less";
-    case BinaryOp::kLessEqual:
-      return "less_equal";
-    case BinaryOp::kGreater:
-      return "greater";
-    case BinaryOp::kGreaterEqual:
-      return "greater_equal";
-    case BinaryOp::kLogicalAnd:
-      return "logical_and";
-    case BinaryOp::kLogicalOr:
-      return "logical_or";
-  }
-  return "binary";
-}
 
 TensorBase Unary(UnaryOp op, const TensorBase& in, double arg0, double arg1) {
   const char* name = UnaryOpName(op);
   CheckDefined(in, name);
-  if (NeedsFloating(op)) CheckFloating(in, name);
-  if (op == UnaryOp::kLogicalNot) {
+  if (UnaryOperands(op) == OpOperands::kFloating) CheckFloating(in, name);
+  if (UnaryOperands(op) == OpOperands::kBool) {
     KINDLING_CHECK(in.dtype() == DType::kBool,
                    "%s: needs a bool tensor, got %s%s", name,
                    std::string(DTypeName(in.dtype())), in.shape().ToString());
@@ -173,12 +89,11 @@ TensorBase Unary(UnaryOp op, const TensorBase& in, double arg0, double arg1) {
   TensorBase out = autodiff::Untracked(forward);
   // Only what the gradient reads is saved, so the graph keeps no more
   // tensors alive than it needs.
-  const bool reads_input = op == UnaryOp::kAbs || op == UnaryOp::kLog ||
-                           op == UnaryOp::kRelu || op == UnaryOp::kGelu ||
-                           op == UnaryOp::kClamp;
-  const bool reads_result = op == UnaryOp::kExp || op == UnaryOp::kSqrt ||
-                            op == UnaryOp::kGelu || op == UnaryOp::kSigmoid ||
-                            op == UnaryOp::kTanh;
+  const GradientReads saves = UnarySaves(op);
+  const bool reads_input =
+      saves == GradientReads::kInput || saves == GradientReads::kInputAndResult;
+  const bool reads_result = saves == GradientReads::kResult ||
+                            saves == GradientReads::kInputAndResult;
   return autodiff::Record(
       name, {in}, out,
       [op, x = reads_input ? SavedTensor(in) : SavedTensor(),
@@ -264,12 +179,12 @@ TensorBase Binary(BinaryOp op, const TensorBase& lhs, const TensorBase& rhs) {
     const DType compute = ComputeDTypeOn(lhs.dtype(), lhs.device());
     const TensorBase a = lhs.To(compute).Expand(shape);
     const TensorBase b = rhs.To(compute).Expand(shape);
-    const DType out_dtype = IsComparison(op) ? DType::kBool : compute;
+    const DType out_dtype = WritesBool(op) ? DType::kBool : compute;
     TensorBase result = TensorBase::Empty(shape, out_dtype, lhs.device());
     if (result.numel() > 0) GetBackend(lhs.device()).Binary(op, result, a, b);
-    return IsComparison(op) ? result : result.To(lhs.dtype());
+    return WritesBool(op) ? result : result.To(lhs.dtype());
   };
-  if (IsComparison(op) || logical || !autodiff::ShouldRecord(lhs, rhs)) {
+  if (WritesBool(op) || logical || !autodiff::ShouldRecord(lhs, rhs)) {
     return forward();
   }
   TensorBase out = autodiff::Untracked(forward);
@@ -397,15 +312,15 @@ TensorBase ScalarOp(BinaryOp op, const TensorBase& tensor, double scalar,
                              ? scalar
                              : ScalarAsStored(scalar, tensor.dtype());
     const TensorBase input = tensor.To(compute);
-    const DType out_dtype = IsComparison(op) ? DType::kBool : compute;
+    const DType out_dtype = WritesBool(op) ? DType::kBool : compute;
     TensorBase result =
         TensorBase::Empty(tensor.shape(), out_dtype, tensor.device());
     if (result.numel() > 0) {
       backend.BinaryScalar(op, result, input, value, scalar_is_lhs);
     }
-    return IsComparison(op) ? result : result.To(tensor.dtype());
+    return WritesBool(op) ? result : result.To(tensor.dtype());
   };
-  if (IsComparison(op) || IsLogical(op) || !autodiff::ShouldRecord(tensor)) {
+  if (WritesBool(op) || IsLogical(op) || !autodiff::ShouldRecord(tensor)) {
     return forward();
   }
   TensorBase out = autodiff::Untracked(forward);
@@ -553,7 +468,7 @@ void BinaryInPlace(BinaryOp op, TensorBase& self, const TensorBase& other) {
   CheckDefined(self, name);
   CheckDefined(other, name);
   CheckSameDevice(self, other, name);
-  KINDLING_CHECK(!IsComparison(op), "%s: has no in-place form", name);
+  KINDLING_CHECK(!WritesBool(op), "%s: has no in-place form", name);
   KINDLING_CHECK(
       self.dtype() == other.dtype(), "%s_: dtypes differ, %s%s vs %s%s", name,
       std::string(DTypeName(self.dtype())), self.shape().ToString(),
@@ -580,7 +495,7 @@ void BinaryInPlace(BinaryOp op, TensorBase& self, const TensorBase& other) {
 void BinaryScalarInPlace(BinaryOp op, TensorBase& self, double scalar) {
   const char* name = BinaryOpName(op);
   CheckDefined(self, name);
-  KINDLING_CHECK(!IsComparison(op), "%s: has no in-place form", name);
+  KINDLING_CHECK(!WritesBool(op), "%s: has no in-place form", name);
   CheckOperandDType(op, self.dtype(), self.shape(), Shape{});
   CheckWritableTarget(self, name);
   autodiff::CheckInPlaceWrite(name, self, TensorBase());

@@ -9,10 +9,6 @@
 
 namespace kindling::ops {
 
-// UnaryOpName() / BinaryOpName() are the op names used in messages.
-const char* UnaryOpName(UnaryOp op);
-const char* BinaryOpName(BinaryOp op);
-
 // Unary() applies `op`; kClamp uses [arg0, arg1].
 TensorBase Unary(UnaryOp op, const TensorBase& in, double arg0 = 0,
                  double arg1 = 0);

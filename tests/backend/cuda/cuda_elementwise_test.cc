@@ -142,7 +142,7 @@ const BinaryOp kNumericBinaryOps[] = {
 // otherwise.
 void ExpectBinaryMatch(const TensorBase& cpu, const TensorBase& gpu,
                        BinaryOp op, DType dtype, const std::string& what) {
-  if (IsComparison(op) || (dtype != DType::kF32 && dtype != DType::kF64)) {
+  if (WritesBool(op) || (dtype != DType::kF32 && dtype != DType::kF64)) {
     ExpectBitEqual(cpu, gpu, what);
   } else {
     ExpectClose(cpu, gpu, ToleranceOf(dtype), what);
@@ -163,8 +163,8 @@ TEST_F(CudaBackendTest, BinaryOpsBroadcastAndWorkInPlace) {
           const TensorBase rhs =
               Input({20, 1}, dtype, 10, device, power ? 0 : -50, power ? 4 : 50)
                   .Expand({20, 33});
-          const DType out_dtype = IsComparison(op) ? DType::kBool : dtype;
-          if (in_place && !IsComparison(op)) {
+          const DType out_dtype = WritesBool(op) ? DType::kBool : dtype;
+          if (in_place && !WritesBool(op)) {
             lhs = lhs.Contiguous();
             GetBackend(device).Binary(op, lhs, lhs, rhs);
             return lhs;
@@ -206,7 +206,7 @@ TEST_F(CudaBackendTest, ContiguousBinaryOpsMatchAlignedOrNot) {
       for (int64_t n : {1, 3, 4, 5, 17, 1023, 70001}) {
         for (int64_t start : {0, 1}) {
           for (bool in_place : {false, true}) {
-            if (in_place && IsComparison(op)) continue;
+            if (in_place && WritesBool(op)) continue;
             auto [cpu, gpu] = Both([&](const Device& device) {
               TensorBase lhs = Input({n + 1}, dtype, 13, device, -50, 50)
                                    .Narrow(0, start, n);
@@ -217,7 +217,7 @@ TEST_F(CudaBackendTest, ContiguousBinaryOpsMatchAlignedOrNot) {
                 return lhs;
               }
               const TensorBase out = TensorBase::Empty(
-                  {n}, IsComparison(op) ? DType::kBool : dtype, device);
+                  {n}, WritesBool(op) ? DType::kBool : dtype, device);
               GetBackend(device).Binary(op, out, lhs, rhs);
               return out;
             });
@@ -250,7 +250,7 @@ TEST_F(CudaBackendTest, BinaryScalarEqualsBinaryWithARankZeroOperand) {
               Input({33, 20}, dtype, 70, kGpu, -50, 50).Transpose(0, 1);
           const TensorBase constant = TensorBase::Empty({}, dtype, kGpu);
           GetBackend(kGpu).Fill(constant, scalar);
-          const DType out_dtype = IsComparison(op) ? DType::kBool : dtype;
+          const DType out_dtype = WritesBool(op) ? DType::kBool : dtype;
           const TensorBase expected =
               TensorBase::Empty(in.shape(), out_dtype, kGpu);
           const TensorBase expanded = constant.Expand(in.shape());
@@ -276,7 +276,7 @@ TEST_F(CudaBackendTest, BinaryScalarMatchesTheCpuAndWorksInPlace) {
     for (BinaryOp op : kNumericBinaryOps) {
       for (bool lhs : {false, true}) {
         for (bool in_place : {false, true}) {
-          if (in_place && IsComparison(op)) continue;
+          if (in_place && WritesBool(op)) continue;
           auto [cpu, gpu] = Both([&](const Device& device) {
             TensorBase in = Input({40, 17}, dtype, 71, device, 0.5, 50);
             if (in_place) {
@@ -284,7 +284,7 @@ TEST_F(CudaBackendTest, BinaryScalarMatchesTheCpuAndWorksInPlace) {
               return in;
             }
             const TensorBase out = TensorBase::Empty(
-                in.shape(), IsComparison(op) ? DType::kBool : dtype, device);
+                in.shape(), WritesBool(op) ? DType::kBool : dtype, device);
             GetBackend(device).BinaryScalar(op, out, in, 0.1, lhs);
             return out;
           });

@@ -557,7 +557,7 @@ void VisitBinaryFn(BinaryOp op, const Visit& visit) {
 }
 
 // VisitBoolBinaryFn() is VisitBinaryFn() for bool operands: the logical ops
-// and (in)equality.
+// and the comparisons.
 template <class Visit>
 void VisitBoolBinaryFn(BinaryOp op, const Visit& visit) {
   switch (op) {
@@ -573,6 +573,19 @@ void VisitBoolBinaryFn(BinaryOp op, const Visit& visit) {
     case BinaryOp::kNotEqual:
       return visit.template operator()<bool>(
           [](bool a, bool b) { return a != b; });
+    // Ordered as PyTorch orders bools: false < true.
+    case BinaryOp::kLess:
+      return visit.template operator()<bool>(
+          [](bool a, bool b) { return a < b; });
+    case BinaryOp::kLessEqual:
+      return visit.template operator()<bool>(
+          [](bool a, bool b) { return a <= b; });
+    case BinaryOp::kGreater:
+      return visit.template operator()<bool>(
+          [](bool a, bool b) { return a > b; });
+    case BinaryOp::kGreaterEqual:
+      return visit.template operator()<bool>(
+          [](bool a, bool b) { return a >= b; });
     default:
       break;
   }

@@ -577,7 +577,7 @@ void VisitBinaryFn(BinaryOp op, DType dtype, const Visit& visit) {
 }
 
 // VisitBoolBinaryFn() is VisitBinaryFn() for bool operands: the logical ops
-// and (in)equality, all writing bool.
+// and the comparisons, all writing bool.
 template <class Visit>
 void VisitBoolBinaryFn(BinaryOp op, const Visit& visit) {
   switch (op) {
@@ -589,6 +589,15 @@ void VisitBoolBinaryFn(BinaryOp op, const Visit& visit) {
       return visit(EqualFn{});
     case BinaryOp::kNotEqual:
       return visit(NotEqualFn{});
+    // Ordered as PyTorch orders bools: false < true.
+    case BinaryOp::kLess:
+      return visit(LessFn{});
+    case BinaryOp::kLessEqual:
+      return visit(LessEqualFn{});
+    case BinaryOp::kGreater:
+      return visit(GreaterFn{});
+    case BinaryOp::kGreaterEqual:
+      return visit(GreaterEqualFn{});
     default:
       break;
   }
