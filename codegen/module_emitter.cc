@@ -11,14 +11,26 @@
 namespace kindling::codegen {
 namespace {
 
-// The root .clang-format: Google style, C++20, `int* p`.
-clang::format::FormatStyle ProjectStyle() {
-  clang::format::FormatStyle style =
-      clang::format::getGoogleStyle(clang::format::FormatStyle::LK_Cpp);
-  style.Standard = clang::format::FormatStyle::LS_Cpp20;
-  style.DerivePointerAlignment = false;
-  style.PointerAlignment = clang::format::FormatStyle::PAS_Left;
-  return style;
+// The root .clang-format, read at build time (codegen:project_style).
+constexpr char kProjectStyle[] =
+#include "codegen/project_style.inc"
+    ;
+
+// ProjectStyle() is the style of the root .clang-format, so generated
+// headers read like the code around them and pass the formatting check.
+const clang::format::FormatStyle& ProjectStyle() {
+  static const clang::format::FormatStyle* const style = [] {
+    auto* parsed = new clang::format::FormatStyle(
+        clang::format::getGoogleStyle(clang::format::FormatStyle::LK_Cpp));
+    if (const std::error_code error =
+            clang::format::parseConfiguration(kProjectStyle, parsed)) {
+      // The file is Kindling's own and is tested; this is a build defect.
+      llvm::report_fatal_error(llvm::Twine("kindling-gen: .clang-format: ") +
+                               error.message());
+    }
+    return parsed;
+  }();
+  return *style;
 }
 
 std::string Format(const std::string& code, llvm::StringRef file_name) {
