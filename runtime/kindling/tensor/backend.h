@@ -76,6 +76,8 @@ class Backend {
   // so the front end skips the separate CheckIndices() call before them.
   virtual bool IndexKernelsCheckRange() const { return false; }
 
+  // --- Element-wise ----------------------------------------------------------
+
   // Copy(): out[i] = convert(in[i]) for one shape; `out` may be a strided
   // view (cat writes through narrowed views) and the dtypes may differ
   // (floats round to nearest even; float to integer truncates, saturates
@@ -99,6 +101,20 @@ class Backend {
   virtual void Where(const TensorBase& out, const TensorBase& condition,
                      const TensorBase& on_true, const TensorBase& on_false) = 0;
 
+  // BinaryScalar(): out = op(tensor, scalar), or op(scalar, tensor) when
+  // `scalar_is_lhs`, with Binary()'s arithmetic and output dtype
+  // (comparisons write Bool). The scalar is first converted to tensor's
+  // dtype exactly as Fill() converts its value, so the result equals
+  // Binary() with a rank-0 tensor Fill()ed with `scalar`, bit for bit; it is
+  // passed by value, so the call allocates nothing. `tensor` may be any
+  // strided view of out's shape; `out` may alias `tensor` exactly.
+  virtual void BinaryScalar(BinaryOp op, const TensorBase& out,
+                            const TensorBase& tensor, double scalar,
+                            bool scalar_is_lhs) = 0;
+
+  // --- Reductions and matrix products
+  // -----------------------------------------
+
   // Reduce(): out has in's shape with size 1 at `axis`.
   virtual void Reduce(ReduceOp op, const TensorBase& out, const TensorBase& in,
                       int axis) = 0;
@@ -111,6 +127,8 @@ class Backend {
   // dims B.. are already broadcast (possibly zero strides).
   virtual void Matmul(const TensorBase& out, const TensorBase& lhs,
                       const TensorBase& rhs) = 0;
+
+  // --- Indexing --------------------------------------------------------------
 
   // CheckIndices(): every entry of `index` (i64 or i32, any strided view)
   // lies in [0, bound). The front end calls it before each index op instead
@@ -131,6 +149,14 @@ class Backend {
   // index has out's shape, already passed to CheckIndices().
   virtual void Gather(const TensorBase& out, const TensorBase& in, int axis,
                       const TensorBase& index) = 0;
+
+  // ScatterAdd(): out[.., index[.., i, ..], ..] += src[.., i, ..] along
+  // `axis`, the reverse of Gather (its gradient, and index_select's with the
+  // index broadcast). index and src have one shape, equal to out's outside
+  // `axis`; entries in range; out is contiguous and of src's dtype (f32 or
+  // f64); repeated indices accumulate.
+  virtual void ScatterAdd(const TensorBase& out, int axis,
+                          const TensorBase& index, const TensorBase& src) = 0;
 
   // --- Random (philox.h defines the stream bit for bit) ---------------------
 
@@ -219,16 +245,6 @@ class Backend {
   virtual void ScaleClamp(const TensorBase& inout, double scale,
                           double max_abs) = 0;
 
-  // --- Index kernels used by autodiff ----------------------------------------
-
-  // ScatterAdd(): out[.., index[.., i, ..], ..] += src[.., i, ..] along
-  // `axis`, the reverse of Gather (its gradient, and index_select's with the
-  // index broadcast). index and src have one shape, equal to out's outside
-  // `axis`; entries in range; out is contiguous and of src's dtype (f32 or
-  // f64); repeated indices accumulate.
-  virtual void ScatterAdd(const TensorBase& out, int axis,
-                          const TensorBase& index, const TensorBase& src) = 0;
-
   // --- Sliding windows (convolution and pooling over NCHW) -----------------
   // Shapes: input [N, C, H, W]; K = KH * KW kernel entries, k = i * KW + j;
   // window positions [OH, OW] as Window2dGeometry defines them. Dtype f32 or
@@ -301,17 +317,6 @@ class Backend {
                               const TensorBase& grad, const TensorBase& input,
                               const TensorBase& weight,
                               const Window2dGeometry& window) = 0;
-
-  // BinaryScalar(): out = op(tensor, scalar), or op(scalar, tensor) when
-  // `scalar_is_lhs`, with Binary()'s arithmetic and output dtype
-  // (comparisons write Bool). The scalar is first converted to tensor's
-  // dtype exactly as Fill() converts its value, so the result equals
-  // Binary() with a rank-0 tensor Fill()ed with `scalar`, bit for bit; it is
-  // passed by value, so the call allocates nothing. `tensor` may be any
-  // strided view of out's shape; `out` may alias `tensor` exactly.
-  virtual void BinaryScalar(BinaryOp op, const TensorBase& out,
-                            const TensorBase& tensor, double scalar,
-                            bool scalar_is_lhs) = 0;
 
   // --- Layer normalization ---------------------------------------------------
   // Shapes: `input` is R rows of D features, [R, D] (the last axis of the
