@@ -11,11 +11,14 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kindling/io/device_read.h"
 #include "kindling/io/module_file.h"
 #include "kindling/io/tensor_file.h"
 #include "kindling/io/torch_zip.h"
+#include "kindling/module/module.h"
 #include "kindling/tensor/memory_stats.h"
 #include "tests/io/torch_pt_modules.kindling.h"
+#include "tests/support/fake_cuda.h"
 
 namespace {
 
@@ -113,6 +116,26 @@ TEST(TorchPtTest, ContiguousTensorsAreBorrowedSharedAndStridedOnesCopied) {
   EXPECT_NE(borrowed("tied_a"), borrowed("tied_b"));
 }
 
+// Onto a device (the tests' fake cuda), every tensor, strided views and
+// shared bytes included, arrives with the values the CPU read gives.
+TEST(TorchPtTest, ViewsReadOntoADeviceEqualTheCpuRead) {
+  const auto pt = Open("views.pt");
+  ASSERT_NE(nullptr, pt);
+  for (const TensorInfo& info : pt->header().tensors()) {
+    SCOPED_TRACE(info.name);
+    const DType dtype =
+        kindling::io::FromSafetensorsDType(info.dtype).value_or(DType::kI64);
+    absl::StatusOr<TensorBase> on_device = kindling::io::ReadTensorToDevice(
+        pt, info, dtype, kindling::Device::Cuda(0), /*staging_bytes=*/16);
+    ASSERT_TRUE(on_device.ok()) << on_device.status();
+    EXPECT_EQ(kindling::Device::Cuda(0), on_device->device());
+    const TensorBase host = on_device->ToDevice(kindling::Device::Cpu());
+    std::vector<uint8_t> bytes(host.numel() * host.element_size());
+    if (!bytes.empty()) host.Contiguous().CopyToHost(bytes.data());
+    EXPECT_EQ(Bytes(pt, info), bytes);
+  }
+}
+
 LoadOptions TorchNetOptions() {
   LoadOptions options;
   options.pytorch = kindling::PyTorchAdapter{};
@@ -149,6 +172,17 @@ TEST(TorchPtTest, TiedBatchNormNetLoadsAndMatchesTorch) {
   EXPECT_EQ(1, report->copied);
   EXPECT_FALSE(net.encoder.weight->base().is_contiguous());
   ExpectTorchOutput(net);
+}
+
+TEST(TorchPtTest, TiedNetLoadsOntoADevice) {
+  pttest::TiedNet net = pttest::MakeTiedNet();
+  net = kindling::ToDevice(net, kindling::Device::Cuda(0));  // still lazy
+  absl::StatusOr<LoadReport> report =
+      LoadModule(net, PtFile("tied_net.pt"), TorchNetOptions());
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(kindling::Device::Cuda(0), net.encoder.weight->device());
+  EXPECT_EQ(8, report->copied);
+  ExpectTorchOutput(kindling::ToDevice(net, kindling::Device::Cpu()));
 }
 
 TEST(TorchPtTest, SavingBackInPyTorchLayoutCopiesNothing) {
