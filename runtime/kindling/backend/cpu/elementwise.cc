@@ -16,6 +16,7 @@
 #include "kindling/backend/cpu/vector_math.h"
 #include "kindling/core/check.h"
 #include "kindling/tensor/convert_span.h"
+#include "kindling/tensor/element_math.h"
 
 #if defined(__AVX__)
 #include <immintrin.h>
@@ -367,13 +368,12 @@ void UnaryTyped(UnaryOp op, const StridedLayout<2>& layout, double arg0,
       });
     case UnaryOp::kRelu:
       return RunUnary<T, T>(layout, kElementGrain,
-                            [](T x) { return x > T{0} ? x : T{0}; });
+                            [](T x) { return element_math::Relu(x); });
     case UnaryOp::kClamp: {
       const T low = Convert<T>(arg0);
       const T high = Convert<T>(arg1);
       return RunUnary<T, T>(layout, kElementGrain, [low, high](T x) {
-        const T lower = x < low ? low : x;
-        return lower > high ? high : lower;
+        return element_math::Clamp(x, low, high);
       });
     }
     default:
@@ -419,13 +419,11 @@ void UnaryTyped(UnaryOp op, const StridedLayout<2>& layout, double arg0,
         return RunUnary<T, T>(layout, kElementGrain,
                               [](T x) { return std::sqrt(x); });
       case UnaryOp::kGelu:
-        return RunUnary<T, T>(layout, kTranscendentalGrain, [](T x) {
-          constexpr T kInvSqrt2 = T(0.70710678118654752440);
-          return T(0.5) * x * std::erfc(-x * kInvSqrt2);
-        });
+        return RunUnary<T, T>(layout, kTranscendentalGrain,
+                              [](T x) { return element_math::Gelu(x); });
       case UnaryOp::kSigmoid:
         return RunUnary<T, T>(layout, kTranscendentalGrain,
-                              [](T x) { return T(1) / (T(1) + std::exp(-x)); });
+                              [](T x) { return element_math::Sigmoid(x); });
       case UnaryOp::kTanh:
         return RunUnary<T, T>(layout, kTranscendentalGrain,
                               [](T x) { return std::tanh(x); });

@@ -16,6 +16,7 @@
 #include "kindling/backend/cuda/kernels.h"
 #include "kindling/backend/cuda/launch.h"
 #include "kindling/core/check.h"
+#include "kindling/tensor/element_math.h"
 
 namespace kindling::cuda {
 namespace {
@@ -160,8 +161,6 @@ __device__ inline float Sqrt(float x) { return sqrtf(x); }
 __device__ inline double Sqrt(double x) { return sqrt(x); }
 __device__ inline float Tanh(float x) { return tanhf(x); }
 __device__ inline double Tanh(double x) { return tanh(x); }
-__device__ inline float Erfc(float x) { return erfcf(x); }
-__device__ inline double Erfc(double x) { return erfc(x); }
 __device__ inline float Pow(float x, float y) { return powf(x, y); }
 __device__ inline double Pow(double x, double y) { return pow(x, y); }
 __device__ inline float Abs(float x) { return fabsf(x); }
@@ -198,7 +197,7 @@ struct AbsFn {
 struct ReluFn {
   template <class C>
   __device__ C operator()(C x) const {
-    return x > C{0} ? x : C{0};
+    return element_math::Relu(x);
   }
 };
 template <class C>
@@ -206,8 +205,7 @@ struct ClampFn {
   C low;
   C high;
   __device__ C operator()(C x) const {
-    const C lower = x < low ? low : x;
-    return lower > high ? high : lower;
+    return element_math::Clamp(x, low, high);
   }
 };
 struct ExpFn {
@@ -228,19 +226,16 @@ struct SqrtFn {
     return Sqrt(x);
   }
 };
-// GELU in its erf form: 0.5 x erfc(-x / sqrt(2)) (erfc keeps precision for
-// large negative x, where 1 + erf cancels).
 struct GeluFn {
   template <class C>
   __device__ C operator()(C x) const {
-    const C inv_sqrt2 = C(0.70710678118654752440);
-    return C(0.5) * x * Erfc(-x * inv_sqrt2);
+    return element_math::Gelu(x);
   }
 };
 struct SigmoidFn {
   template <class C>
   __device__ C operator()(C x) const {
-    return C(1) / (C(1) + Exp(-x));
+    return element_math::Sigmoid(x);
   }
 };
 struct TanhFn {
