@@ -71,6 +71,26 @@ TEST(InspectTest, JsonOutputParses) {
             json->Find("metadata")->Find("kindling.module")->string);
 }
 
+// A torch.save file (torch 1.13's, from the fuzzer's seeds): the same
+// reader LoadModule uses, told from its first bytes.
+TEST(InspectTest, ReadsTorchSaveFiles) {
+  const std::string path = "tests/io/torch_corpus/tied_net_1.13.pt";
+  const Result table = Inspect({path});
+  EXPECT_EQ(0, table.code) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("encoder.weight"));
+  EXPECT_THAT(table.out, HasSubstr("I64"));  // num_batches_tracked
+  EXPECT_THAT(table.out, HasSubstr("total: 9 tensors"));
+  EXPECT_THAT(table.out, HasSubstr("(torch.save zip)"));
+  const Result json = Inspect({"--json", path});
+  EXPECT_EQ(0, json.code);
+  absl::StatusOr<JsonValue> parsed = ParseJson(json.out);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ("torch.save", parsed->Find("totals")->Find("format")->string);
+  const Result refused = Inspect({"tests/io/torch_corpus/evil.pt"});
+  EXPECT_EQ(1, refused.code);
+  EXPECT_THAT(refused.err, HasSubstr("global 'posix.system'"));
+}
+
 TEST(InspectTest, UsageErrorsExitTwo) {
   EXPECT_EQ(2, Inspect({}).code);
   EXPECT_EQ(2, Inspect({"--bogus", "x"}).code);

@@ -16,6 +16,7 @@
 #include "kindling/io/mapped_file.h"
 #include "kindling/io/safetensors.h"
 #include "kindling/io/strings.h"
+#include "kindling/io/torch_zip.h"
 
 namespace kindling::io {
 namespace {
@@ -54,8 +55,13 @@ std::string OneLine(std::string_view message) {
   return out;
 }
 
+// FormatName() is the file's format as the totals name it.
+std::string_view FormatName(bool torch_save) {
+  return torch_save ? "torch.save" : "safetensors";
+}
+
 void PrintTable(const SafetensorsHeader& header, uint64_t file_size,
-                std::ostream& out) {
+                bool torch_save, std::ostream& out) {
   size_t key_width = 3;
   for (const TensorInfo& info : header.tensors()) {
     key_width = std::max(key_width, Printable(info.name).size());
@@ -75,6 +81,13 @@ void PrintTable(const SafetensorsHeader& header, uint64_t file_size,
   for (const auto& [key, value] : header.metadata()) {
     out << "  " << Printable(key) << " = " << Printable(value) << "\n";
   }
+  if (torch_save) {
+    // Offsets are into the zip; tensors may share a storage's bytes.
+    out << absl::StrFormat(
+        "\ntotal: %d tensors, %d elements, %d file bytes (torch.save zip)\n",
+        header.tensors().size(), elements, file_size);
+    return;
+  }
   out << absl::StrFormat(
       "\ntotal: %d tensors, %d elements, %d data bytes, %d header bytes, %d "
       "file bytes\n",
@@ -83,7 +96,7 @@ void PrintTable(const SafetensorsHeader& header, uint64_t file_size,
 }
 
 void PrintJson(const SafetensorsHeader& header, uint64_t file_size,
-               std::ostream& out) {
+               bool torch_save, std::ostream& out) {
   std::string json = "{\"tensors\":[";
   uint64_t elements = 0;
   bool first = true;
@@ -107,11 +120,11 @@ void PrintJson(const SafetensorsHeader& header, uint64_t file_size,
     json.push_back(':');
     AppendJsonString(json, value);
   }
-  json +=
-      Cat("},\"totals\":{\"tensors\":", header.tensors().size(),
-          ",\"elements\":", elements, ",\"data_bytes\":", header.data_size(),
-          ",\"header_bytes\":", header.header_size(),
-          ",\"file_bytes\":", file_size, "}}");
+  json += Cat(
+      "},\"totals\":{\"tensors\":", header.tensors().size(),
+      ",\"elements\":", elements, ",\"data_bytes\":", header.data_size(),
+      ",\"header_bytes\":", header.header_size(), ",\"file_bytes\":", file_size,
+      ",\"format\":\"", FormatName(torch_save), "\"}}");
   out << json << "\n";
 }
 
@@ -144,17 +157,21 @@ int RunInspect(const std::vector<std::string>& args, std::ostream& out,
     err << "error: " << OneLine(ToStd(mapping.status().message())) << "\n";
     return 1;
   }
+  const std::span<const uint8_t> bytes = (*mapping)->bytes();
+  const bool torch_save =
+      LooksLikeZip(bytes) || LooksLikeLegacyTorchSave(bytes);
   absl::StatusOr<SafetensorsHeader> header =
-      ParseSafetensors((*mapping)->bytes(), files[0]);
+      torch_save ? ParseTorchZip(bytes, files[0])
+                 : ParseSafetensors(bytes, files[0]);
   if (!header.ok()) {
     err << "error: " << OneLine(ToStd(header.status().message())) << "\n";
     return 1;
   }
   const uint64_t file_size = (*mapping)->bytes().size();
   if (json) {
-    PrintJson(*header, file_size, out);
+    PrintJson(*header, file_size, torch_save, out);
   } else {
-    PrintTable(*header, file_size, out);
+    PrintTable(*header, file_size, torch_save, out);
   }
   return 0;
 }
