@@ -179,11 +179,17 @@ TEST(CheckpointTest, InPlaceWritesToLoadedParamsReachEveryHandleNotTheFile) {
   EXPECT_EQ(original, Values(again.input.weight));
 }
 
-TEST(CheckpointTest, MissingKeysAreAnErrorListingAllAndLeaveTheModule) {
-  const std::string path = TempPath("partial.safetensors");
+// SaveWithoutLastBlock() writes a filled Net whose last block is missing:
+// a file that lacks four of MakeNet()'s keys.
+absl::Status SaveWithoutLastBlock(const std::string& path) {
   rectest::Net small = MakeFilledNet(0.0f);
   small.blocks.pop_back();
-  ASSERT_TRUE(SaveModule(small, path).ok());
+  return SaveModule(small, path);
+}
+
+TEST(CheckpointTest, MissingKeysAreAnErrorListingAllAndLeaveTheModule) {
+  const std::string path = TempPath("partial.safetensors");
+  ASSERT_TRUE(SaveWithoutLastBlock(path).ok());
   rectest::Net net = rectest::MakeNet();
   const kindling::ParamId before = net.input.weight.id();
   absl::StatusOr<LoadReport> report = LoadModule(net, path);
@@ -199,9 +205,7 @@ TEST(CheckpointTest, MissingKeysAreAnErrorListingAllAndLeaveTheModule) {
 
 TEST(CheckpointTest, AllowPartialKeepsMissingParamsLazy) {
   const std::string path = TempPath("partial2.safetensors");
-  rectest::Net small = MakeFilledNet(0.0f);
-  small.blocks.pop_back();
-  ASSERT_TRUE(SaveModule(small, path).ok());
+  ASSERT_TRUE(SaveWithoutLastBlock(path).ok());
   rectest::Net net = rectest::MakeNet();
   rectest::init_runs = 0;
   LoadOptions options;

@@ -134,13 +134,6 @@ std::optional<std::vector<int>> StorageOrder(const TensorBase& value) {
   return order;
 }
 
-// InStorageOrder() is `tensor` viewed in its parameter's storage order:
-// contiguous for the parameter and its states, which share its layout.
-TensorBase InStorageOrder(const TensorBase& tensor,
-                          const std::vector<int>& order) {
-  return tensor.Permute(order);
-}
-
 // ZerosLike() is a zero tensor with `value`'s shape, dtype, device and
 // layout (strides), so a state steps element for element with its
 // parameter's storage.
@@ -265,11 +258,11 @@ void Optimizer::UpdateOne(const StepItem& item, ParamState& state) {
     // A permuted parameter (and its states, which share its layout) steps
     // in storage order; the gradient is packed into that order once.
     const std::vector<int> order = StorageOrder(item.value).value();
-    TensorBase param = InStorageOrder(item.value, order);
-    const TensorBase grad = InStorageOrder(item.grad, order).Contiguous();
+    TensorBase param = item.value.Permute(order);
+    const TensorBase grad = item.grad.Permute(order).Contiguous();
     std::vector<TensorBase> states;
     for (const TensorBase& tensor : state.tensors) {
-      states.push_back(InStorageOrder(tensor, order));
+      states.push_back(tensor.Permute(order));
     }
     rule_->Update(context, param, grad, std::span<TensorBase>(states));
     return;
