@@ -221,7 +221,7 @@ void Conv2dKernel(const TensorBase& out, const TensorBase& input,
                   const TensorBase& weight, const TensorBase& bias,
                   const Window2dGeometry& window) {
   UseSingleThreadedBlas();
-  DispatchF32F64(out.dtype(), "cpu", "conv2d", [&]<class T>() {
+  DispatchDType<kF32F64>(out.dtype(), "cpu conv2d", [&]<class T>() {
     Conv2dTyped<T>(out, input, weight, bias, window);
   });
 }
@@ -236,7 +236,7 @@ void Conv2dBackwardKernel(const TensorBase& input_grad,
       input_grad.defined() ? input_grad.shape() : input.shape();
   const Shape weight_shape =
       weight_grad.defined() ? weight_grad.shape() : weight.shape();
-  DispatchF32F64(grad.dtype(), "cpu", "conv2d backward", [&]<class T>() {
+  DispatchDType<kF32F64>(grad.dtype(), "cpu conv2d backward", [&]<class T>() {
     Conv2dBackwardTyped<T>(
         Conv2dGrads<T>{DataOrNull<T>(input_grad), DataOrNull<T>(weight_grad),
                        DataOrNull<T>(bias_grad)},

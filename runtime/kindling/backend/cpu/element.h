@@ -1,7 +1,7 @@
 // Element types of the CPU kernels: dispatch from DType and conversions.
 //
-// DispatchDType(dtype, f) calls f.template operator()<T>() with the C++ type
-// that stores `dtype` (Half and BFloat16 for the 16-bit floats). Convert<To>
+// DispatchDType (kindling/tensor/dtype_dispatch.h) picks the C++ type that
+// stores a dtype (Half and BFloat16 for the 16-bit floats). Convert<To>
 // is the one conversion every kernel uses, so casts, fills and copies agree:
 //   * floating -> floating rounds to nearest even (16-bit targets bit-exact,
 //     see half.h), keeping infinities and NaNs;
@@ -88,38 +88,6 @@ inline To Convert(From value) {
   } else {
     return static_cast<To>(value);  // integer or bool source: exact or wraps
   }
-}
-
-// DispatchArithmetic() is DispatchDType() for the types arithmetic kernels
-// implement (f32, f64, i64, i32, u8); the front end computes f16 and bf16 in
-// f32, so they, and bool, abort here naming `op`.
-template <class F>
-decltype(auto) DispatchArithmetic(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::kF32:
-      return f.template operator()<float>();
-    case DType::kF64:
-      return f.template operator()<double>();
-    case DType::kI64:
-      return f.template operator()<int64_t>();
-    case DType::kI32:
-      return f.template operator()<int32_t>();
-    case DType::kU8:
-      return f.template operator()<uint8_t>();
-    default:
-      break;
-  }
-  KINDLING_CHECK(false, "cpu %s: dtype %s not supported", op,
-                 std::string(DTypeName(dtype)));
-  return f.template operator()<float>();
-}
-
-// DispatchFloating() is kindling::DispatchFloating() (dtype_dispatch.h) for
-// the CPU kernels: random fills and optimizer updates compute half precision
-// themselves; other dtypes abort naming `op`.
-template <class F>
-void DispatchFloating(DType dtype, const char* op, F&& f) {
-  kindling::DispatchFloating(dtype, "cpu", op, std::forward<F>(f));
 }
 
 }  // namespace kindling::cpu

@@ -444,8 +444,9 @@ void UnaryKernel(UnaryOp op, const TensorBase& out, const TensorBase& in,
     RunUnary<bool, bool>(layout, kElementGrain, [](bool x) { return !x; });
     return;
   }
-  DispatchArithmetic(in.dtype(), "unary",
-                     [&]<class T>() { UnaryTyped<T>(op, layout, arg0, arg1); });
+  DispatchDType<kArithmeticDTypes>(in.dtype(), "cpu unary", [&]<class T>() {
+    UnaryTyped<T>(op, layout, arg0, arg1);
+  });
 }
 
 namespace {
@@ -615,7 +616,7 @@ void BinaryKernel(BinaryOp op, const TensorBase& out, const TensorBase& lhs,
     return VisitBoolBinaryFn(
         op, [&]<class TOut>(auto f) { RunBinary<TOut, bool>(layout, f); });
   }
-  DispatchArithmetic(lhs.dtype(), "binary", [&]<class T>() {
+  DispatchDType<kArithmeticDTypes>(lhs.dtype(), "cpu binary", [&]<class T>() {
     VisitBinaryFn<T>(
         op, [&]<class TOut>(auto f) { RunBinary<TOut, T>(layout, f); });
   });
@@ -631,14 +632,15 @@ void BinaryScalarKernel(BinaryOp op, const TensorBase& out,
       RunBinaryScalar<TOut, bool>(layout, value, scalar_is_lhs, f);
     });
   }
-  DispatchArithmetic(tensor.dtype(), "binary_scalar", [&]<class T>() {
-    // Fill's conversion (element.h), so the result is Binary's with a
-    // filled rank-0 operand.
-    const T value = Convert<T>(scalar);
-    VisitBinaryFn<T>(op, [&]<class TOut>(auto f) {
-      RunBinaryScalar<TOut, T>(layout, value, scalar_is_lhs, f);
-    });
-  });
+  DispatchDType<kArithmeticDTypes>(
+      tensor.dtype(), "cpu binary_scalar", [&]<class T>() {
+        // Fill's conversion (element.h), so the result is Binary's with a
+        // filled rank-0 operand.
+        const T value = Convert<T>(scalar);
+        VisitBinaryFn<T>(op, [&]<class TOut>(auto f) {
+          RunBinaryScalar<TOut, T>(layout, value, scalar_is_lhs, f);
+        });
+      });
 }
 
 void WhereKernel(const TensorBase& out, const TensorBase& condition,

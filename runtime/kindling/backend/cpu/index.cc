@@ -14,6 +14,7 @@
 #include "kindling/backend/cpu/kernels.h"
 #include "kindling/backend/cpu/parallel.h"
 #include "kindling/core/check.h"
+#include "kindling/tensor/dtype_dispatch.h"
 
 namespace kindling::cpu {
 namespace {
@@ -165,20 +166,10 @@ void ScatterAddKernel(const TensorBase& out, int axis, const TensorBase& index,
   Outer(source.shape(), axis, &outer, &inner);
   const int64_t size = out.shape()[axis];
   const int64_t picks = source.shape()[axis];
-  switch (out.dtype()) {
-    case DType::kF32:
-      ScatterAddTyped(out.data_as<float>(), source.data_as<const float>(),
-                      indices.data(), outer, size, picks, inner);
-      return;
-    case DType::kF64:
-      ScatterAddTyped(out.data_as<double>(), source.data_as<const double>(),
-                      indices.data(), outer, size, picks, inner);
-      return;
-    default:
-      break;
-  }
-  KINDLING_CHECK(false, "scatter_add: dtype %s not supported on the cpu",
-                 std::string(DTypeName(out.dtype())));
+  DispatchDType<kF32F64>(out.dtype(), "cpu scatter_add", [&]<class T>() {
+    ScatterAddTyped(out.data_as<T>(), source.data_as<const T>(), indices.data(),
+                    outer, size, picks, inner);
+  });
 }
 
 }  // namespace kindling::cpu

@@ -433,7 +433,7 @@ void LayerNormKernel(const TensorBase& out, const TensorBase& mean,
                      const TensorBase& rstd, const TensorBase& input,
                      const TensorBase& gamma, const TensorBase& beta,
                      double epsilon) {
-  DispatchF32F64(input.dtype(), "cpu", "layer_norm", [&]<class T>() {
+  DispatchDType<kF32F64>(input.dtype(), "cpu layer_norm", [&]<class T>() {
     LayerNormTyped<T>(out, mean, rstd, input, gamma, beta, epsilon);
   });
 }
@@ -444,10 +444,11 @@ void LayerNormBackwardKernel(const TensorBase& input_grad,
                              const TensorBase& grad, const TensorBase& input,
                              const TensorBase& mean, const TensorBase& rstd,
                              const TensorBase& gamma) {
-  DispatchF32F64(input.dtype(), "cpu", "layer_norm backward", [&]<class T>() {
-    LayerNormBackwardTyped<T>(input_grad, gamma_grad, beta_grad, grad, input,
-                              mean, rstd, gamma);
-  });
+  DispatchDType<kF32F64>(
+      input.dtype(), "cpu layer_norm backward", [&]<class T>() {
+        LayerNormBackwardTyped<T>(input_grad, gamma_grad, beta_grad, grad,
+                                  input, mean, rstd, gamma);
+      });
 }
 
 }  // namespace kindling::cpu

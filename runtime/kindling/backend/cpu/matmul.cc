@@ -108,8 +108,9 @@ void MatmulTyped(const TensorBase& out, const TensorBase& lhs_in,
 void MatmulKernel(const TensorBase& out, const TensorBase& lhs,
                   const TensorBase& rhs) {
   UseSingleThreadedBlas();
-  DispatchArithmetic(lhs.dtype(), "matmul",
-                     [&]<class T>() { MatmulTyped<T>(out, lhs, rhs); });
+  DispatchDType<kArithmeticDTypes>(lhs.dtype(), "cpu matmul", [&]<class T>() {
+    MatmulTyped<T>(out, lhs, rhs);
+  });
 }
 
 }  // namespace kindling::cpu

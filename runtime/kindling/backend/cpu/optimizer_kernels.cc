@@ -217,14 +217,15 @@ void SgdUpdateKernel(const TensorBase& param, const TensorBase& grad,
   if (momentum) {
     CheckSameLayout("SgdUpdate", "momentum_buffer", param, momentum_buffer);
   }
-  DispatchFloating(param.dtype(), "SgdUpdate", [&]<class T>() {
-    SelectFlags(scalars.weight_decay != 0, momentum,
-                momentum && scalars.nesterov,
-                [&]<bool kDecay, bool kMomentum, bool kNesterov>() {
-                  SgdTyped<T, kDecay, kMomentum, kNesterov>(
-                      param, grad, momentum_buffer, scalars);
-                });
-  });
+  DispatchDType<kFloatingDTypes>(
+      param.dtype(), "cpu SgdUpdate", [&]<class T>() {
+        SelectFlags(scalars.weight_decay != 0, momentum,
+                    momentum && scalars.nesterov,
+                    [&]<bool kDecay, bool kMomentum, bool kNesterov>() {
+                      SgdTyped<T, kDecay, kMomentum, kNesterov>(
+                          param, grad, momentum_buffer, scalars);
+                    });
+      });
 }
 
 void AdamUpdateKernel(const TensorBase& param, const TensorBase& grad,
@@ -240,15 +241,16 @@ void AdamUpdateKernel(const TensorBase& param, const TensorBase& grad,
     CheckSameLayout("AdamUpdate", "max_exp_avg_sq", param, max_exp_avg_sq);
   }
   const bool decay = scalars.weight_decay != 0;
-  DispatchFloating(param.dtype(), "AdamUpdate", [&]<class T>() {
-    SelectFlags(decay && !scalars.decoupled_weight_decay,
-                decay && scalars.decoupled_weight_decay, scalars.amsgrad,
-                [&]<bool kL2, bool kDecoupled, bool kAmsgrad>() {
-                  AdamTyped<T, kL2, kDecoupled, kAmsgrad>(
-                      param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq,
-                      scalars);
-                });
-  });
+  DispatchDType<kFloatingDTypes>(
+      param.dtype(), "cpu AdamUpdate", [&]<class T>() {
+        SelectFlags(decay && !scalars.decoupled_weight_decay,
+                    decay && scalars.decoupled_weight_decay, scalars.amsgrad,
+                    [&]<bool kL2, bool kDecoupled, bool kAmsgrad>() {
+                      AdamTyped<T, kL2, kDecoupled, kAmsgrad>(
+                          param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq,
+                          scalars);
+                    });
+      });
 }
 
 double AbsPowerSumKernel(const TensorBase& in, double p) {
@@ -258,7 +260,7 @@ double AbsPowerSumKernel(const TensorBase& in, double p) {
   const int64_t count = in.numel();
   const int64_t blocks = (count + kNormBlock - 1) / kNormBlock;
   std::vector<double> partial(blocks, 0.0);
-  DispatchFloating(in.dtype(), "AbsPowerSum", [&]<class T>() {
+  DispatchDType<kFloatingDTypes>(in.dtype(), "cpu AbsPowerSum", [&]<class T>() {
     const T* data = in.data_as<T>();
     ParallelFor(blocks, 2, [&](int64_t first, int64_t last) {
       for (int64_t block = first; block < last; ++block) {
@@ -282,20 +284,22 @@ double AbsPowerSumKernel(const TensorBase& in, double p) {
 void ScaleClampKernel(const TensorBase& inout, double scale, double max_abs) {
   KINDLING_CHECK(inout.is_contiguous(), "cpu ScaleClamp: %s is strided",
                  inout.ToString());
-  DispatchFloating(inout.dtype(), "ScaleClamp", [&]<class T>() {
-    using C = ComputeType<T>;
-    T* data = inout.data_as<T>();
-    const C factor = static_cast<C>(scale);
-    const C high = static_cast<C>(max_abs);
-    const C low = -high;
-    ParallelFor(inout.numel(), kElementGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const C x = Load(data[i]) * factor;
-        // Comparisons keep NaN as NaN, like torch.clamp.
-        data[i] = Store<T>(x < low ? low : (x > high ? high : x));
-      }
-    });
-  });
+  DispatchDType<kFloatingDTypes>(
+      inout.dtype(), "cpu ScaleClamp", [&]<class T>() {
+        using C = ComputeType<T>;
+        T* data = inout.data_as<T>();
+        const C factor = static_cast<C>(scale);
+        const C high = static_cast<C>(max_abs);
+        const C low = -high;
+        ParallelFor(
+            inout.numel(), kElementGrain, [&](int64_t begin, int64_t end) {
+              for (int64_t i = begin; i < end; ++i) {
+                const C x = Load(data[i]) * factor;
+                // Comparisons keep NaN as NaN, like torch.clamp.
+                data[i] = Store<T>(x < low ? low : (x > high ? high : x));
+              }
+            });
+      });
 }
 
 }  // namespace kindling::cpu

@@ -247,17 +247,18 @@ void FillRandomKernel(const TensorBase& out, RandomDistribution distribution,
                  "cpu fill_random: output %s not "
                  "contiguous",
                  out.shape().ToString());
-  DispatchFloating(out.dtype(), "fill_random", [&]<class T>() {
-    T* data = out.data_as<T>();
-    switch (distribution) {
-      case RandomDistribution::kUniform:
-        return FillUniform(data, out.numel(), seed, offset, a, b);
-      case RandomDistribution::kNormal:
-        return FillNormal(data, out.numel(), seed, offset, a, b);
-      case RandomDistribution::kBernoulli:
-        return FillBernoulli(data, out.numel(), seed, offset, a, b);
-    }
-  });
+  DispatchDType<kFloatingDTypes>(
+      out.dtype(), "cpu fill_random", [&]<class T>() {
+        T* data = out.data_as<T>();
+        switch (distribution) {
+          case RandomDistribution::kUniform:
+            return FillUniform(data, out.numel(), seed, offset, a, b);
+          case RandomDistribution::kNormal:
+            return FillNormal(data, out.numel(), seed, offset, a, b);
+          case RandomDistribution::kBernoulli:
+            return FillBernoulli(data, out.numel(), seed, offset, a, b);
+        }
+      });
 }
 
 void DropoutKernel(const TensorBase& out, const TensorBase& in, double prob,
@@ -269,7 +270,7 @@ void DropoutKernel(const TensorBase& out, const TensorBase& in, double prob,
   const bool gather = !in.is_contiguous();
   if (gather) CopyKernel(out, in);
   const TensorBase& source = gather ? out : in;
-  DispatchFloating(out.dtype(), "dropout", [&]<class T>() {
+  DispatchDType<kFloatingDTypes>(out.dtype(), "cpu dropout", [&]<class T>() {
     ApplyDropout(out.data_as<T>(), source.data_as<T>(), out.numel(), seed,
                  offset, prob);
   });

@@ -548,7 +548,7 @@ void ReduceKernel(ReduceOp op, const TensorBase& out, const TensorBase& in,
   const TensorBase input = in.Contiguous();
   const Extent extent = ExtentOf(input.shape(), axis);
   const bool arg = op == ReduceOp::kArgMax || op == ReduceOp::kArgMin;
-  DispatchArithmetic(input.dtype(), "reduce", [&]<class T>() {
+  DispatchDType<kArithmeticDTypes>(input.dtype(), "cpu reduce", [&]<class T>() {
     T* values = arg ? nullptr : out.data_as<T>();
     int64_t* indices = arg ? out.data_as<int64_t>() : nullptr;
     if (extent.inner == 1) {

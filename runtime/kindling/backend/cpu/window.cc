@@ -218,29 +218,29 @@ void MaxPool2dBackwardTyped(const TensorBase& input_grad,
 
 void Im2ColKernel(const TensorBase& columns, const TensorBase& input,
                   const Window2dGeometry& window, double pad_value) {
-  DispatchF32F64(input.dtype(), "cpu", "im2col", [&]<class T>() {
+  DispatchDType<kF32F64>(input.dtype(), "cpu im2col", [&]<class T>() {
     Im2ColTyped<T>(columns, input, window, pad_value);
   });
 }
 
 void Col2ImKernel(const TensorBase& input_grad, const TensorBase& columns,
                   const Window2dGeometry& window) {
-  DispatchF32F64(input_grad.dtype(), "cpu", "col2im", [&]<class T>() {
+  DispatchDType<kF32F64>(input_grad.dtype(), "cpu col2im", [&]<class T>() {
     Col2ImTyped<T>(input_grad, columns, window);
   });
 }
 
 void MaxPool2dKernel(const TensorBase& out, const TensorBase& argmax,
                      const TensorBase& input, const Window2dGeometry& window) {
-  DispatchF32F64(input.dtype(), "cpu", "max_pool2d", [&]<class T>() {
+  DispatchDType<kF32F64>(input.dtype(), "cpu max_pool2d", [&]<class T>() {
     MaxPool2dTyped<T>(out, argmax, input, window);
   });
 }
 
 void MaxPool2dBackwardKernel(const TensorBase& input_grad,
                              const TensorBase& grad, const TensorBase& argmax) {
-  DispatchF32F64(
-      input_grad.dtype(), "cpu", "max_pool2d backward",
+  DispatchDType<kF32F64>(
+      input_grad.dtype(), "cpu max_pool2d backward",
       [&]<class T>() { MaxPool2dBackwardTyped<T>(input_grad, grad, argmax); });
 }
 

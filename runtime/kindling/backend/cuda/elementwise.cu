@@ -323,7 +323,7 @@ void UnaryKernel(cudaStream_t stream, UnaryOp op, const TensorBase& out,
                   LogicalNotOp{out.data_as<bool>(), in.data_as<const bool>()});
     return;
   }
-  DispatchNumeric(in.dtype(), "unary", [&]<class T>() {
+  DispatchDType<kNumericDTypes>(in.dtype(), "cuda unary", [&]<class T>() {
     UnaryTyped<T>(stream, op, indexer, out, in, arg0, arg1);
   });
 }
@@ -654,7 +654,7 @@ void BinaryKernel(cudaStream_t stream, BinaryOp op, const TensorBase& out,
       RunBinary<bool, bool>(stream, indexer, out, lhs, rhs, f);
     });
   }
-  DispatchNumeric(lhs.dtype(), "binary", [&]<class T>() {
+  DispatchDType<kNumericDTypes>(lhs.dtype(), "cuda binary", [&]<class T>() {
     VisitBinaryFn(op, lhs.dtype(), [&]<bool kBoolResult>(auto f) {
       using TOut = std::conditional_t<kBoolResult, bool, T>;
       RunBinary<TOut, T>(stream, indexer, out, lhs, rhs, f);
@@ -673,15 +673,16 @@ void BinaryScalarKernel(cudaStream_t stream, BinaryOp op, const TensorBase& out,
                                   scalar_is_lhs, f);
     });
   }
-  DispatchNumeric(tensor.dtype(), "binary_scalar", [&]<class T>() {
-    // Converted on the host exactly as FillKernel converts its value.
-    const T value = Convert<T>(scalar);
-    VisitBinaryFn(op, tensor.dtype(), [&]<bool kBoolResult>(auto f) {
-      using TOut = std::conditional_t<kBoolResult, bool, T>;
-      RunBinaryScalar<TOut, T>(stream, indexer, out, tensor, value,
-                               scalar_is_lhs, f);
-    });
-  });
+  DispatchDType<kNumericDTypes>(
+      tensor.dtype(), "cuda binary_scalar", [&]<class T>() {
+        // Converted on the host exactly as FillKernel converts its value.
+        const T value = Convert<T>(scalar);
+        VisitBinaryFn(op, tensor.dtype(), [&]<bool kBoolResult>(auto f) {
+          using TOut = std::conditional_t<kBoolResult, bool, T>;
+          RunBinaryScalar<TOut, T>(stream, indexer, out, tensor, value,
+                                   scalar_is_lhs, f);
+        });
+      });
 }
 
 namespace {

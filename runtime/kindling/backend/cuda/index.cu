@@ -174,18 +174,9 @@ void ScatterAddKernel(cudaStream_t stream, const TensorBase& out, int axis,
   SetStrides(strides, 1, index, -1);
   SetStrides(strides, 2, out, axis);
   const StridedIndexer<3> indexer = IndexerFor(src.shape(), strides);
-  switch (out.dtype()) {
-    case DType::kF32:
-      return LaunchScatterAdd<float>(stream, indexer, out, axis, index, src,
-                                     sink);
-    case DType::kF64:
-      return LaunchScatterAdd<double>(stream, indexer, out, axis, index, src,
-                                      sink);
-    default:
-      break;
-  }
-  KINDLING_CHECK(false, "cuda scatter_add: dtype %s not supported",
-                 std::string(DTypeName(out.dtype())));
+  DispatchDType<kF32F64>(out.dtype(), "cuda scatter_add", [&]<class T>() {
+    LaunchScatterAdd<T>(stream, indexer, out, axis, index, src, sink);
+  });
 }
 
 }  // namespace kindling::cuda

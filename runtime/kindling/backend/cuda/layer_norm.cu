@@ -472,45 +472,47 @@ void LayerNormKernel(cudaStream_t stream, const TensorBase& out,
   const int64_t d = input.shape()[1];
   if (rows == 0 || d == 0) return;
   CheckOperands("layer_norm", input, {&out, &input, &gamma, &beta});
-  DispatchFloating(input.dtype(), "layer_norm", [&]<class T>() {
-    using C = ComputeType<T>;
-    KINDLING_CHECK(
-        mean.dtype() == kComputeDType<C> && rstd.dtype() == kComputeDType<C>,
-        "cuda layer_norm: statistics %s and %s for a %s input", mean.ToString(),
-        rstd.ToString(), input.ToString());
-    const T* x = input.data_as<const T>();
-    const T* gamma_data = DataOrNull<const T>(gamma);
-    const T* beta_data = DataOrNull<const T>(beta);
-    T* y = out.data_as<T>();
-    C* means = mean.data_as<C>();
-    C* rstds = rstd.data_as<C>();
-    if (d <= kMaxWarpFeatures) {
-      DispatchPerLane(d, [&]<int kPerLane>() {
-        LayerNormWarpRows<T, kPerLane>
-            <<<WarpRowBlocks(rows), dim3(kWarp, kWarpRows), 0, stream>>>(
-                x, gamma_data, beta_data, y, means, rstds, rows,
-                static_cast<int>(d), epsilon);
-        KINDLING_CUDA_CHECK_LAUNCH("LayerNormWarpRows");
-      });
-    } else {
-      const bool cached = d * static_cast<int64_t>(sizeof(C)) <= kCacheBytes;
-      const size_t cache_bytes = cached ? d * sizeof(C) : 0;
-      if constexpr (std::is_same_v<T, float>) {
-        if (cached && Aligned16Rows(d, {x, gamma_data, beta_data, y})) {
-          LayerNormBlockRowsF32x4<<<RowBlocks(rows), kRowThreads, cache_bytes,
-                                    stream>>>(x, gamma_data, beta_data, y,
-                                              means, rstds, rows, d, epsilon);
-          KINDLING_CUDA_CHECK_LAUNCH("LayerNormBlockRowsF32x4");
-          return;
+  DispatchDType<kFloatingDTypes>(
+      input.dtype(), "cuda layer_norm", [&]<class T>() {
+        using C = ComputeType<T>;
+        KINDLING_CHECK(mean.dtype() == kComputeDType<C> &&
+                           rstd.dtype() == kComputeDType<C>,
+                       "cuda layer_norm: statistics %s and %s for a %s input",
+                       mean.ToString(), rstd.ToString(), input.ToString());
+        const T* x = input.data_as<const T>();
+        const T* gamma_data = DataOrNull<const T>(gamma);
+        const T* beta_data = DataOrNull<const T>(beta);
+        T* y = out.data_as<T>();
+        C* means = mean.data_as<C>();
+        C* rstds = rstd.data_as<C>();
+        if (d <= kMaxWarpFeatures) {
+          DispatchPerLane(d, [&]<int kPerLane>() {
+            LayerNormWarpRows<T, kPerLane>
+                <<<WarpRowBlocks(rows), dim3(kWarp, kWarpRows), 0, stream>>>(
+                    x, gamma_data, beta_data, y, means, rstds, rows,
+                    static_cast<int>(d), epsilon);
+            KINDLING_CUDA_CHECK_LAUNCH("LayerNormWarpRows");
+          });
+        } else {
+          const bool cached =
+              d * static_cast<int64_t>(sizeof(C)) <= kCacheBytes;
+          const size_t cache_bytes = cached ? d * sizeof(C) : 0;
+          if constexpr (std::is_same_v<T, float>) {
+            if (cached && Aligned16Rows(d, {x, gamma_data, beta_data, y})) {
+              LayerNormBlockRowsF32x4<<<RowBlocks(rows), kRowThreads,
+                                        cache_bytes, stream>>>(
+                  x, gamma_data, beta_data, y, means, rstds, rows, d, epsilon);
+              KINDLING_CUDA_CHECK_LAUNCH("LayerNormBlockRowsF32x4");
+              return;
+            }
+          }
+          LayerNormBlockRows<T>
+              <<<RowBlocks(rows), kRowThreads, cache_bytes, stream>>>(
+                  x, gamma_data, beta_data, y, means, rstds, rows, d, epsilon,
+                  cached);
+          KINDLING_CUDA_CHECK_LAUNCH("LayerNormBlockRows");
         }
-      }
-      LayerNormBlockRows<T>
-          <<<RowBlocks(rows), kRowThreads, cache_bytes, stream>>>(
-              x, gamma_data, beta_data, y, means, rstds, rows, d, epsilon,
-              cached);
-      KINDLING_CUDA_CHECK_LAUNCH("LayerNormBlockRows");
-    }
-  });
+      });
 }
 
 void LayerNormBackwardKernel(cudaStream_t stream, const TensorBase& input_grad,
@@ -524,64 +526,67 @@ void LayerNormBackwardKernel(cudaStream_t stream, const TensorBase& input_grad,
   if (rows == 0 || d == 0) return;
   CheckOperands("layer_norm backward", input,
                 {&input_grad, &gamma_grad, &beta_grad, &grad, &input, &gamma});
-  DispatchFloating(input.dtype(), "layer_norm backward", [&]<class T>() {
-    using C = ComputeType<T>;
-    KINDLING_CHECK(
-        mean.dtype() == kComputeDType<C> && rstd.dtype() == kComputeDType<C>,
-        "cuda layer_norm backward: statistics %s and %s for a %s "
-        "input",
-        mean.ToString(), rstd.ToString(), input.ToString());
-    const T* dy = grad.data_as<const T>();
-    const T* x = input.data_as<const T>();
-    const C* means = mean.data_as<const C>();
-    const C* rstds = rstd.data_as<const C>();
-    if (input_grad.defined()) {
-      const T* gamma_data = DataOrNull<const T>(gamma);
-      T* dx = input_grad.data_as<T>();
-      if (d <= kMaxWarpFeatures) {
-        DispatchPerLane(d, [&]<int kPerLane>() {
-          LayerNormBackwardWarpRows<T, kPerLane>
-              <<<WarpRowBlocks(rows), dim3(kWarp, kWarpRows), 0, stream>>>(
-                  dy, x, means, rstds, gamma_data, dx, rows,
-                  static_cast<int>(d));
-          KINDLING_CUDA_CHECK_LAUNCH("LayerNormBackwardWarpRows");
-        });
-      } else {
-        const bool cached =
-            2 * d * static_cast<int64_t>(sizeof(C)) <= kCacheBytes;
-        const size_t cache_bytes = cached ? 2 * d * sizeof(C) : 0;
-        LayerNormBackwardBlockRows<T>
-            <<<RowBlocks(rows), kRowThreads, cache_bytes, stream>>>(
-                dy, x, means, rstds, gamma_data, dx, rows, d, cached);
-        KINDLING_CUDA_CHECK_LAUNCH("LayerNormBackwardBlockRows");
-      }
-    }
-    if (!gamma_grad.defined() && !beta_grad.defined()) return;
-    // The row chunks: a function of R only (see the file comment).
-    int64_t chunks = (rows + kMinChunkRows - 1) / kMinChunkRows;
-    if (chunks > kMaxChunks) chunks = kMaxChunks;
-    const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
-    chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
-    // [2, chunks, D] partials from the device's caching allocator; freeing
-    // it at return is safe, since its blocks are reused only by work queued
-    // on this stream after these kernels.
-    const TensorBase partials = TensorBase::Empty(
-        Shape{2, chunks, d}, kComputeDType<C>, input.device());
-    C* gamma_partial = partials.data_as<C>();
-    C* beta_partial = gamma_partial + chunks * d;
-    const dim3 tiles(static_cast<unsigned>((d + kWarp - 1) / kWarp),
-                     static_cast<unsigned>(chunks));
-    LayerNormParameterPartials<T><<<tiles, dim3(kWarp, kTileRows), 0, stream>>>(
-        dy, x, means, rstds, rows, d, rows_per_chunk, gamma_partial,
-        beta_partial);
-    KINDLING_CUDA_CHECK_LAUNCH("LayerNormParameterPartials");
-    const LaunchGrid grid = GridFor(d);
-    LayerNormParameterFinal<T>
-        <<<static_cast<unsigned>(grid.blocks), grid.threads, 0, stream>>>(
-            gamma_partial, beta_partial, chunks, d, DataOrNull<T>(gamma_grad),
-            DataOrNull<T>(beta_grad));
-    KINDLING_CUDA_CHECK_LAUNCH("LayerNormParameterFinal");
-  });
+  DispatchDType<kFloatingDTypes>(
+      input.dtype(), "cuda layer_norm backward", [&]<class T>() {
+        using C = ComputeType<T>;
+        KINDLING_CHECK(
+            mean.dtype() == kComputeDType<C> &&
+                rstd.dtype() == kComputeDType<C>,
+            "cuda layer_norm backward: statistics %s and %s for a %s "
+            "input",
+            mean.ToString(), rstd.ToString(), input.ToString());
+        const T* dy = grad.data_as<const T>();
+        const T* x = input.data_as<const T>();
+        const C* means = mean.data_as<const C>();
+        const C* rstds = rstd.data_as<const C>();
+        if (input_grad.defined()) {
+          const T* gamma_data = DataOrNull<const T>(gamma);
+          T* dx = input_grad.data_as<T>();
+          if (d <= kMaxWarpFeatures) {
+            DispatchPerLane(d, [&]<int kPerLane>() {
+              LayerNormBackwardWarpRows<T, kPerLane>
+                  <<<WarpRowBlocks(rows), dim3(kWarp, kWarpRows), 0, stream>>>(
+                      dy, x, means, rstds, gamma_data, dx, rows,
+                      static_cast<int>(d));
+              KINDLING_CUDA_CHECK_LAUNCH("LayerNormBackwardWarpRows");
+            });
+          } else {
+            const bool cached =
+                2 * d * static_cast<int64_t>(sizeof(C)) <= kCacheBytes;
+            const size_t cache_bytes = cached ? 2 * d * sizeof(C) : 0;
+            LayerNormBackwardBlockRows<T>
+                <<<RowBlocks(rows), kRowThreads, cache_bytes, stream>>>(
+                    dy, x, means, rstds, gamma_data, dx, rows, d, cached);
+            KINDLING_CUDA_CHECK_LAUNCH("LayerNormBackwardBlockRows");
+          }
+        }
+        if (!gamma_grad.defined() && !beta_grad.defined()) return;
+        // The row chunks: a function of R only (see the file comment).
+        int64_t chunks = (rows + kMinChunkRows - 1) / kMinChunkRows;
+        if (chunks > kMaxChunks) chunks = kMaxChunks;
+        const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
+        chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
+        // [2, chunks, D] partials from the device's caching allocator; freeing
+        // it at return is safe, since its blocks are reused only by work queued
+        // on this stream after these kernels.
+        const TensorBase partials = TensorBase::Empty(
+            Shape{2, chunks, d}, kComputeDType<C>, input.device());
+        C* gamma_partial = partials.data_as<C>();
+        C* beta_partial = gamma_partial + chunks * d;
+        const dim3 tiles(static_cast<unsigned>((d + kWarp - 1) / kWarp),
+                         static_cast<unsigned>(chunks));
+        LayerNormParameterPartials<T>
+            <<<tiles, dim3(kWarp, kTileRows), 0, stream>>>(
+                dy, x, means, rstds, rows, d, rows_per_chunk, gamma_partial,
+                beta_partial);
+        KINDLING_CUDA_CHECK_LAUNCH("LayerNormParameterPartials");
+        const LaunchGrid grid = GridFor(d);
+        LayerNormParameterFinal<T>
+            <<<static_cast<unsigned>(grid.blocks), grid.threads, 0, stream>>>(
+                gamma_partial, beta_partial, chunks, d,
+                DataOrNull<T>(gamma_grad), DataOrNull<T>(beta_grad));
+        KINDLING_CUDA_CHECK_LAUNCH("LayerNormParameterFinal");
+      });
 }
 
 }  // namespace kindling::cuda

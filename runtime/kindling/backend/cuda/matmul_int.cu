@@ -75,17 +75,7 @@ void IntegerMatmulKernel(cudaStream_t stream, const TensorBase& out,
             out.data_as<T>(), m, n, k);
     KINDLING_CUDA_CHECK_LAUNCH("IntegerMatmul");
   };
-  switch (lhs.dtype()) {
-    case DType::kI64:
-      return launch.template operator()<int64_t>();
-    case DType::kI32:
-      return launch.template operator()<int32_t>();
-    case DType::kU8:
-      return launch.template operator()<uint8_t>();
-    default:
-      KINDLING_CHECK(false, "cuda integer matmul: dtype %s",
-                     std::string(DTypeName(lhs.dtype())));
-  }
+  DispatchDType<kIntegerDTypes>(lhs.dtype(), "cuda integer matmul", launch);
 }
 
 }  // namespace kindling::cuda

@@ -209,21 +209,22 @@ void SgdUpdateKernel(cudaStream_t stream, const TensorBase& param,
   if (momentum) {
     CheckSameLayout("SgdUpdate", "momentum_buffer", param, momentum_buffer);
   }
-  DispatchFloating(param.dtype(), "SgdUpdate", [&]<class T>() {
-    using C = ComputeType<T>;
-    const SgdScalars<C> s{static_cast<C>(scalars.weight_decay),
-                          static_cast<C>(scalars.momentum),
-                          static_cast<C>(1 - scalars.dampening),
-                          static_cast<C>(-scalars.lr),
-                          scalars.first_step,
-                          scalars.weight_decay != 0,
-                          momentum,
-                          momentum && scalars.nesterov};
-    LaunchContiguous(
-        "SgdOp", stream, param.numel(),
-        SgdOp<T>{param.data_as<T>(), grad.data_as<const T>(),
-                 momentum ? momentum_buffer.data_as<T>() : nullptr, s});
-  });
+  DispatchDType<kFloatingDTypes>(
+      param.dtype(), "cuda SgdUpdate", [&]<class T>() {
+        using C = ComputeType<T>;
+        const SgdScalars<C> s{static_cast<C>(scalars.weight_decay),
+                              static_cast<C>(scalars.momentum),
+                              static_cast<C>(1 - scalars.dampening),
+                              static_cast<C>(-scalars.lr),
+                              scalars.first_step,
+                              scalars.weight_decay != 0,
+                              momentum,
+                              momentum && scalars.nesterov};
+        LaunchContiguous(
+            "SgdOp", stream, param.numel(),
+            SgdOp<T>{param.data_as<T>(), grad.data_as<const T>(),
+                     momentum ? momentum_buffer.data_as<T>() : nullptr, s});
+      });
 }
 
 void AdamUpdateKernel(cudaStream_t stream, const TensorBase& param,
@@ -240,27 +241,29 @@ void AdamUpdateKernel(cudaStream_t stream, const TensorBase& param,
     CheckSameLayout("AdamUpdate", "max_exp_avg_sq", param, max_exp_avg_sq);
   }
   const bool decay = scalars.weight_decay != 0;
-  DispatchFloating(param.dtype(), "AdamUpdate", [&]<class T>() {
-    using C = ComputeType<T>;
-    const AdamScalars<C> s{
-        static_cast<C>(scalars.weight_decay),
-        static_cast<C>(1 - scalars.lr * scalars.weight_decay),
-        static_cast<C>(scalars.beta1),
-        static_cast<C>(1 - scalars.beta1),
-        static_cast<C>(scalars.beta2),
-        static_cast<C>(1 - scalars.beta2),
-        static_cast<C>(scalars.eps),
-        static_cast<C>(-scalars.step_size),
-        static_cast<C>(scalars.bias_correction2_sqrt),
-        decay && !scalars.decoupled_weight_decay,
-        decay && scalars.decoupled_weight_decay,
-        scalars.amsgrad};
-    LaunchContiguous(
-        "AdamOp", stream, param.numel(),
-        AdamOp<T>{param.data_as<T>(), grad.data_as<const T>(),
-                  exp_avg.data_as<T>(), exp_avg_sq.data_as<T>(),
-                  scalars.amsgrad ? max_exp_avg_sq.data_as<T>() : nullptr, s});
-  });
+  DispatchDType<kFloatingDTypes>(
+      param.dtype(), "cuda AdamUpdate", [&]<class T>() {
+        using C = ComputeType<T>;
+        const AdamScalars<C> s{
+            static_cast<C>(scalars.weight_decay),
+            static_cast<C>(1 - scalars.lr * scalars.weight_decay),
+            static_cast<C>(scalars.beta1),
+            static_cast<C>(1 - scalars.beta1),
+            static_cast<C>(scalars.beta2),
+            static_cast<C>(1 - scalars.beta2),
+            static_cast<C>(scalars.eps),
+            static_cast<C>(-scalars.step_size),
+            static_cast<C>(scalars.bias_correction2_sqrt),
+            decay && !scalars.decoupled_weight_decay,
+            decay && scalars.decoupled_weight_decay,
+            scalars.amsgrad};
+        LaunchContiguous(
+            "AdamOp", stream, param.numel(),
+            AdamOp<T>{param.data_as<T>(), grad.data_as<const T>(),
+                      exp_avg.data_as<T>(), exp_avg_sq.data_as<T>(),
+                      scalars.amsgrad ? max_exp_avg_sq.data_as<T>() : nullptr,
+                      s});
+      });
 }
 
 double AbsPowerSumKernel(cudaStream_t stream, const TensorBase& in, double p) {
@@ -279,11 +282,12 @@ double AbsPowerSumKernel(cudaStream_t stream, const TensorBase& in, double p) {
   const int64_t needed = (count + kNormThreads - 1) / kNormThreads;
   const int blocks =
       static_cast<int>(needed < kNormBlocks ? needed : kNormBlocks);
-  DispatchFloating(in.dtype(), "AbsPowerSum", [&]<class T>() {
-    AbsPowerPartial<T><<<blocks, kNormThreads, 0, stream>>>(
-        in.data_as<const T>(), count, p, mode, partial);
-    KINDLING_CUDA_CHECK_LAUNCH("AbsPowerPartial");
-  });
+  DispatchDType<kFloatingDTypes>(
+      in.dtype(), "cuda AbsPowerSum", [&]<class T>() {
+        AbsPowerPartial<T><<<blocks, kNormThreads, 0, stream>>>(
+            in.data_as<const T>(), count, p, mode, partial);
+        KINDLING_CUDA_CHECK_LAUNCH("AbsPowerPartial");
+      });
   AbsPowerFinal<<<1, kNormThreads, 0, stream>>>(partial, blocks, mode, result);
   KINDLING_CUDA_CHECK_LAUNCH("AbsPowerFinal");
   double host = 0;
@@ -297,13 +301,14 @@ void ScaleClampKernel(cudaStream_t stream, const TensorBase& inout,
                       double scale, double max_abs) {
   KINDLING_CHECK(inout.is_contiguous(), "cuda ScaleClamp: %s is strided",
                  inout.ToString());
-  DispatchFloating(inout.dtype(), "ScaleClamp", [&]<class T>() {
-    using C = ComputeType<T>;
-    const C high = static_cast<C>(max_abs);
-    LaunchContiguous("ScaleClampOp", stream, inout.numel(),
-                     ScaleClampOp<T>{inout.data_as<T>(), static_cast<C>(scale),
-                                     -high, high});
-  });
+  DispatchDType<kFloatingDTypes>(
+      inout.dtype(), "cuda ScaleClamp", [&]<class T>() {
+        using C = ComputeType<T>;
+        const C high = static_cast<C>(max_abs);
+        LaunchContiguous("ScaleClampOp", stream, inout.numel(),
+                         ScaleClampOp<T>{inout.data_as<T>(),
+                                         static_cast<C>(scale), -high, high});
+      });
 }
 
 }  // namespace kindling::cuda

@@ -180,31 +180,32 @@ void FillRandomKernel(cudaStream_t stream, const TensorBase& out,
   const int64_t numel = out.numel();
   if (numel == 0) return;
   const PhiloxKey key = PhiloxKeyFromSeed(seed);
-  DispatchFloating(out.dtype(), "fill_random", [&]<class T>() {
-    using C = Compute<T>;
-    T* data = out.data_as<T>();
-    const LaunchGrid grid =
-        BlocksGrid(numel, PhiloxElementsPerBlock(distribution, out.dtype()));
-    const auto blocks = static_cast<unsigned>(grid.blocks);
-    switch (distribution) {
-      case RandomDistribution::kUniform:
-        UniformFill<T><<<blocks, grid.threads, 0, stream>>>(
-            data, numel, key, offset, MakeUniformParams<T>(a, b));
-        KINDLING_CUDA_CHECK_LAUNCH("UniformFill");
-        break;
-      case RandomDistribution::kNormal:
-        NormalFill<T><<<blocks, grid.threads, 0, stream>>>(
-            data, numel, key, offset, static_cast<C>(a), static_cast<C>(b));
-        KINDLING_CUDA_CHECK_LAUNCH("NormalFill");
-        break;
-      case RandomDistribution::kBernoulli:
-        BernoulliFill<T><<<blocks, grid.threads, 0, stream>>>(
-            data, numel, key, offset, KeepThreshold(a), Convert<T>(b),
-            Convert<T>(0.0));
-        KINDLING_CUDA_CHECK_LAUNCH("BernoulliFill");
-        break;
-    }
-  });
+  DispatchDType<kFloatingDTypes>(
+      out.dtype(), "cuda fill_random", [&]<class T>() {
+        using C = Compute<T>;
+        T* data = out.data_as<T>();
+        const LaunchGrid grid = BlocksGrid(
+            numel, PhiloxElementsPerBlock(distribution, out.dtype()));
+        const auto blocks = static_cast<unsigned>(grid.blocks);
+        switch (distribution) {
+          case RandomDistribution::kUniform:
+            UniformFill<T><<<blocks, grid.threads, 0, stream>>>(
+                data, numel, key, offset, MakeUniformParams<T>(a, b));
+            KINDLING_CUDA_CHECK_LAUNCH("UniformFill");
+            break;
+          case RandomDistribution::kNormal:
+            NormalFill<T><<<blocks, grid.threads, 0, stream>>>(
+                data, numel, key, offset, static_cast<C>(a), static_cast<C>(b));
+            KINDLING_CUDA_CHECK_LAUNCH("NormalFill");
+            break;
+          case RandomDistribution::kBernoulli:
+            BernoulliFill<T><<<blocks, grid.threads, 0, stream>>>(
+                data, numel, key, offset, KeepThreshold(a), Convert<T>(b),
+                Convert<T>(0.0));
+            KINDLING_CUDA_CHECK_LAUNCH("BernoulliFill");
+            break;
+        }
+      });
 }
 
 void DropoutKernel(cudaStream_t stream, const TensorBase& out,
@@ -217,7 +218,7 @@ void DropoutKernel(cudaStream_t stream, const TensorBase& out,
   const StridedIndexer<1> in_layout = IndexerOf<1>({&in});
   const PhiloxKey key = PhiloxKeyFromSeed(seed);
   const uint32_t threshold = KeepThreshold(prob);
-  DispatchFloating(out.dtype(), "dropout", [&]<class T>() {
+  DispatchDType<kFloatingDTypes>(out.dtype(), "cuda dropout", [&]<class T>() {
     using C = Compute<T>;
     const C kept = static_cast<C>(ToCompute(Convert<T>(1 / (1 - prob))));
     const LaunchGrid grid = BlocksGrid(numel, 4);

@@ -337,7 +337,7 @@ void ReduceKernel(cudaStream_t stream, ReduceOp op, const TensorBase& out,
                  "cuda reduce op %d over an empty axis %d of %s",
                  static_cast<int>(op), axis, in.shape().ToString());
   const LineSplit split = block ? PlanLineSplit(lines.numel, n) : LineSplit{};
-  DispatchNumeric(in.dtype(), "reduce", [&]<class T>() {
+  DispatchDType<kNumericDTypes>(in.dtype(), "cuda reduce", [&]<class T>() {
     const T* input = in.data_as<const T>();
     T* values = arg ? nullptr : out.data_as<T>();
     int64_t* indices = arg ? out.data_as<int64_t>() : nullptr;

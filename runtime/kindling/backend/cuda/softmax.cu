@@ -219,7 +219,7 @@ void SoftmaxKernel(cudaStream_t stream, const TensorBase& out,
     KINDLING_CUDA_CHECK_LAUNCH("SoftmaxRowsF32x4");
     return;
   }
-  DispatchFloating(in.dtype(), "softmax", [&]<class T>() {
+  DispatchDType<kFloatingDTypes>(in.dtype(), "cuda softmax", [&]<class T>() {
     const T* x = in.data_as<const T>();
     T* y = out.data_as<T>();
     if (block) {

@@ -389,14 +389,14 @@ void LaunchMaxPoolBackward(cudaStream_t stream, const TensorBase& input_grad,
 void Im2ColKernel(cudaStream_t stream, const TensorBase& columns,
                   const TensorBase& input, const Window2dGeometry& window,
                   double pad_value) {
-  DispatchF32F64(input.dtype(), "cuda", "im2col", [&]<class T>() {
+  DispatchDType<kF32F64>(input.dtype(), "cuda im2col", [&]<class T>() {
     LaunchIm2Col<T>(stream, columns, input, window, pad_value);
   });
 }
 
 void Col2ImKernel(cudaStream_t stream, const TensorBase& input_grad,
                   const TensorBase& columns, const Window2dGeometry& window) {
-  DispatchF32F64(input_grad.dtype(), "cuda", "col2im", [&]<class T>() {
+  DispatchDType<kF32F64>(input_grad.dtype(), "cuda col2im", [&]<class T>() {
     LaunchCol2Im<T>(stream, input_grad, columns, window);
   });
 }
@@ -404,7 +404,7 @@ void Col2ImKernel(cudaStream_t stream, const TensorBase& input_grad,
 void MaxPool2dKernel(cudaStream_t stream, const TensorBase& out,
                      const TensorBase& argmax, const TensorBase& input,
                      const Window2dGeometry& window) {
-  DispatchF32F64(input.dtype(), "cuda", "max_pool2d", [&]<class T>() {
+  DispatchDType<kF32F64>(input.dtype(), "cuda max_pool2d", [&]<class T>() {
     LaunchMaxPool<T>(stream, out, argmax, input, window);
   });
 }
@@ -412,8 +412,8 @@ void MaxPool2dKernel(cudaStream_t stream, const TensorBase& out,
 void MaxPool2dBackwardKernel(cudaStream_t stream, const TensorBase& input_grad,
                              const TensorBase& grad, const TensorBase& argmax,
                              const Window2dGeometry& window) {
-  DispatchF32F64(
-      input_grad.dtype(), "cuda", "max_pool2d backward", [&]<class T>() {
+  DispatchDType<kF32F64>(
+      input_grad.dtype(), "cuda max_pool2d backward", [&]<class T>() {
         LaunchMaxPoolBackward<T>(stream, input_grad, grad, argmax, window);
       });
 }
