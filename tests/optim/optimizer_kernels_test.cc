@@ -1,20 +1,28 @@
-// The Backend's optimizer kernels on tensors large enough for the parallel
-// path (several OpenMP chunks), against scalar formulas computed here in f64.
+// The CPU's optimizer kernels on tensors large enough for the parallel path
+// (several OpenMP chunks), against scalar formulas computed here in f64: the
+// SGD and Adam update rules' fused kernels (optim/fused_update.h) and the
+// Backend's gradient-clipping kernels.
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kindling/optim/fused_steps.h"
+#include "kindling/optim/fused_update.h"
 #include "kindling/tensor/backend.h"
 #include "kindling/tensor/tensor.h"
 
 namespace {
 
+using ::kindling::AdamStep;
 using ::kindling::Backend;
 using ::kindling::Device;
+using ::kindling::FusedUpdates;
 using ::kindling::GetBackend;
+using ::kindling::SgdStep;
 using ::kindling::Tensor;
+using ::kindling::TensorBase;
 
 constexpr int64_t kCount = 300'001;  // > 4 chunks of 64K, odd tail
 
@@ -26,7 +34,7 @@ std::vector<float> Wave(int64_t count, float scale, float phase) {
   return values;
 }
 
-TEST(OptimizerKernelsTest, AdamUpdateMatchesTheFormulaEverywhere) {
+TEST(OptimizerKernelsTest, AdamKernelMatchesTheFormulaEverywhere) {
   const std::vector<float> param0 = Wave(kCount, 1.0f, 0.3f);
   const std::vector<float> grad0 = Wave(kCount, 0.5f, 1.1f);
   const std::vector<float> m0 = Wave(kCount, 0.1f, 2.0f);
@@ -36,7 +44,7 @@ TEST(OptimizerKernelsTest, AdamUpdateMatchesTheFormulaEverywhere) {
   Tensor<1> grad = Tensor<1>::FromData(grad0, {kCount});
   Tensor<1> exp_avg = Tensor<1>::FromData(m0, {kCount});
   Tensor<1> exp_avg_sq = Tensor<1>::FromData(v0, {kCount});
-  Backend::AdamUpdateScalars scalars;
+  AdamStep scalars;
   scalars.lr = 0.01;
   scalars.beta1 = 0.9;
   scalars.beta2 = 0.999;
@@ -45,9 +53,9 @@ TEST(OptimizerKernelsTest, AdamUpdateMatchesTheFormulaEverywhere) {
   scalars.decoupled_weight_decay = true;
   scalars.step_size = 0.01 / (1 - std::pow(0.9, 3));
   scalars.bias_correction2_sqrt = std::sqrt(1 - std::pow(0.999, 3));
-  GetBackend(Device::Cpu())
-      .AdamUpdate(param.base(), grad.base(), exp_avg.base(), exp_avg_sq.base(),
-                  kindling::TensorBase(), scalars);
+  const TensorBase state[] = {exp_avg.base(), exp_avg_sq.base()};
+  ASSERT_TRUE(
+      FusedUpdates<AdamStep>::Run(scalars, param.base(), grad.base(), state));
 
   const std::vector<float> p = param.to_data<float>();
   const std::vector<float> m = exp_avg.to_data<float>();
@@ -72,20 +80,21 @@ TEST(OptimizerKernelsTest, AdamUpdateMatchesTheFormulaEverywhere) {
   }
 }
 
-TEST(OptimizerKernelsTest, SgdUpdateFirstStepSetsTheBuffer) {
+TEST(OptimizerKernelsTest, SgdKernelFirstStepSetsTheBuffer) {
   const std::vector<float> param0 = Wave(kCount, 1.0f, 0.3f);
   const std::vector<float> grad0 = Wave(kCount, 0.5f, 1.1f);
   Tensor<1> param = Tensor<1>::FromData(param0, {kCount});
   Tensor<1> grad = Tensor<1>::FromData(grad0, {kCount});
   Tensor<1> buffer = Tensor<1>::Full({kCount}, 123.0);  // must be ignored
-  Backend::SgdUpdateScalars scalars;
+  SgdStep scalars;
   scalars.lr = 0.1;
   scalars.momentum = 0.9;
   scalars.weight_decay = 0.01;
   scalars.nesterov = true;
   scalars.first_step = true;
-  GetBackend(Device::Cpu())
-      .SgdUpdate(param.base(), grad.base(), buffer.base(), scalars);
+  const TensorBase state[] = {buffer.base()};
+  ASSERT_TRUE(
+      FusedUpdates<SgdStep>::Run(scalars, param.base(), grad.base(), state));
   const std::vector<float> p = param.to_data<float>();
   const std::vector<float> b = buffer.to_data<float>();
   for (int64_t i = 0; i < kCount; ++i) {

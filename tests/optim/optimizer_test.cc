@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -18,6 +19,8 @@
 #include "kindling/autodiff/gradients.h"
 #include "kindling/module/erased.h"
 #include "kindling/optim/clip.h"
+#include "kindling/optim/fused_steps.h"
+#include "kindling/optim/fused_update.h"
 #include "kindling/optim/update_rule.h"
 #include "kindling/tensor/elementwise_ops.h"
 #include "kindling/tensor/grad_mode.h"
@@ -390,46 +393,101 @@ TEST(OptimizerOptionsTest, DefaultsArePyTorchs) {
   EXPECT_EQ(0.99, lion.betas.second);
 }
 
-// The fused CPU kernels and the tensor-op path (what a device without a
-// kernel runs: the fake cuda device has none) take the same steps, within
-// rounding (the kernel may fuse a multiply-add).
+// WithoutFusedKernels: while alive, no rule has a CPU kernel, so every rule
+// runs its tensor-op path (what a device without kernels runs).
+class WithoutFusedKernels {
+ public:
+  WithoutFusedKernels()
+      : sgd_(Take<kindling::SgdStep>()),
+        adam_(Take<kindling::AdamStep>()),
+        rmsprop_(Take<kindling::RmsPropStep>()),
+        lion_(Take<kindling::LionStep>()) {}
+  ~WithoutFusedKernels() {
+    Put<kindling::SgdStep>(sgd_);
+    Put<kindling::AdamStep>(adam_);
+    Put<kindling::RmsPropStep>(rmsprop_);
+    Put<kindling::LionStep>(lion_);
+  }
+
+ private:
+  template <class Step>
+  using Kernel = typename kindling::FusedUpdates<Step>::Kernel;
+  template <class Step>
+  static Kernel<Step> Take() {
+    const Kernel<Step> kernel =
+        kindling::FusedUpdates<Step>::Find(kindling::DeviceKind::kCpu);
+    kindling::FusedUpdates<Step>::Register(kindling::DeviceKind::kCpu, nullptr);
+    return kernel;
+  }
+  template <class Step>
+  static void Put(Kernel<Step> kernel) {
+    kindling::FusedUpdates<Step>::Register(kindling::DeviceKind::kCpu, kernel);
+  }
+
+  Kernel<kindling::SgdStep> sgd_;
+  Kernel<kindling::AdamStep> adam_;
+  Kernel<kindling::RmsPropStep> rmsprop_;
+  Kernel<kindling::LionStep> lion_;
+};
+
+// Every built-in rule's fused CPU kernel and its tensor-op path take the
+// same steps, within rounding (the kernel may fuse a multiply-add, and keeps
+// intermediates in registers), for each option that changes the formula.
 TEST(OptimizerStepTest, FusedKernelsAgreeWithTheTensorOpPath) {
-  const auto make = [](int which) {
-    switch (which) {
-      case 0:
-        return Optimizer::RmsProp({});
-      case 1:
+  using kindling::AdamOptions;
+  using kindling::AdamWOptions;
+  using kindling::SgdOptions;
+  const std::vector<std::function<absl::StatusOr<Optimizer>()>> makers = {
+      [] { return Optimizer::Sgd({.lr = 0.05}); },
+      [] {
+        return Optimizer::Sgd(SgdOptions{.lr = 0.05,
+                                         .momentum = 0.9,
+                                         .dampening = 0.1,
+                                         .weight_decay = 0.01});
+      },
+      [] {
+        return Optimizer::Sgd(
+            SgdOptions{.lr = 0.05, .momentum = 0.9, .nesterov = true});
+      },
+      [] { return Optimizer::Adam(AdamOptions{.lr = 0.01}); },
+      [] {
+        return Optimizer::Adam(
+            AdamOptions{.lr = 0.01, .weight_decay = 0.1, .amsgrad = true});
+      },
+      [] {
+        return Optimizer::AdamW(AdamWOptions{.lr = 0.01, .weight_decay = 0.1});
+      },
+      [] { return Optimizer::RmsProp({}); },
+      [] {
         return Optimizer::RmsProp({.lr = 0.01,
                                    .alpha = 0.9,
                                    .weight_decay = 0.05,
                                    .momentum = 0.8,
                                    .centered = true});
-      default:
-        return Optimizer::Lion({.lr = 0.01, .weight_decay = 0.5});
-    }
+      },
+      [] { return Optimizer::Lion({.lr = 0.01, .weight_decay = 0.5}); },
   };
-  for (int which = 0; which < 3; ++which) {
-    optimtest::Vector cpu{ParamFrom<1>(Ramp(257, 0.5f, 0.01f), {257})};
-    optimtest::Vector device{Param<Tensor<1>>::Initialized(
-        ParamId::New(),
-        cpu.weight->to_device(Device::Cuda(0)).set_require_grad(true))};
-    absl::StatusOr<Optimizer> cpu_optimizer = make(which);
-    absl::StatusOr<Optimizer> device_optimizer = make(which);
-    ASSERT_TRUE(cpu_optimizer.ok() && device_optimizer.ok());
+  for (size_t which = 0; which < makers.size(); ++which) {
+    optimtest::Vector fused{ParamFrom<1>(Ramp(257, 0.5f, 0.01f), {257})};
+    optimtest::Vector tensor_ops{ParamFrom<1>(Ramp(257, 0.5f, 0.01f), {257})};
+    absl::StatusOr<Optimizer> fused_optimizer = makers[which]();
+    absl::StatusOr<Optimizer> tensor_op_optimizer = makers[which]();
+    ASSERT_TRUE(fused_optimizer.ok() && tensor_op_optimizer.ok()) << which;
     for (int step = 0; step < 6; ++step) {
-      ASSERT_TRUE(cpu_optimizer->Step(cpu, GradsFor(cpu, step)).ok());
+      ASSERT_TRUE(fused_optimizer->Step(fused, GradsFor(fused, step)).ok());
       Gradients grads;
-      GradsFor(cpu, step).ForEach([&](ParamId, const TensorBase& grad) {
-        grads.Set(device.weight.id(), grad.ToDevice(Device::Cuda(0)));
+      GradsFor(fused, step).ForEach([&](ParamId, const TensorBase& grad) {
+        grads.Set(tensor_ops.weight.id(), grad);
       });
-      ASSERT_TRUE(device_optimizer->Step(device, grads).ok());
+      const WithoutFusedKernels without;
+      ASSERT_TRUE(tensor_op_optimizer->Step(tensor_ops, grads).ok());
     }
-    const std::vector<float> fused = Values(*cpu.weight);
-    const std::vector<float> tensor_ops =
-        Values(device.weight->to_device(Device::Cpu()));
-    for (size_t i = 0; i < fused.size(); ++i) {
-      EXPECT_NEAR(fused[i], tensor_ops[i], 1e-6 * std::fabs(fused[i]) + 1e-7)
-          << cpu_optimizer->type() << " case " << which << " element " << i;
+    const std::vector<float> want = Values(*fused.weight);
+    const std::vector<float> got = Values(*tensor_ops.weight);
+    ASSERT_NE(Values(*ParamFrom<1>(Ramp(257, 0.5f, 0.01f), {257})), want);
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_NEAR(want[i], got[i], 1e-6 * std::fabs(want[i]) + 1e-7)
+          << fused_optimizer->type() << " case " << which << " element " << i;
     }
   }
 }

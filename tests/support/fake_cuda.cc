@@ -4,9 +4,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include "kindling/core/check.h"
+#include "kindling/optim/fused_steps.h"
+#include "kindling/optim/fused_update.h"
 #include "kindling/tensor/backend.h"
 #include "kindling/tensor/device.h"
 #include "kindling/tensor/device_memory.h"
@@ -48,6 +52,31 @@ void CheckFakeDevice(const Device& device, const char* what) {
                      device.index() < kFakeCudaDevices,
                  "fake cuda: %s on device %s; the fake serves cuda:0..cuda:%d",
                  what, device.ToString(), kFakeCudaDevices - 1);
+}
+
+// CheckKernelTensors() checks that the defined tensors among `tensors` share
+// one fake cuda device, aborting naming `kernel` otherwise, and counts the
+// call.
+void CheckKernelTensors(const char* kernel,
+                        std::span<const TensorBase* const> tensors) {
+  const TensorBase* first = nullptr;
+  for (const TensorBase* tensor : tensors) {
+    if (!tensor->defined()) continue;
+    const Device& device = tensor->device();
+    KINDLING_CHECK(device.type() == DeviceKind::kCuda,
+                   "fake cuda: kernel %s got %s, a tensor not on a cuda "
+                   "device; the front end must reject mixed devices",
+                   kernel, tensor->ToString());
+    if (first == nullptr) {
+      first = tensor;
+      CheckFakeDevice(device, kernel);
+    }
+    KINDLING_CHECK(device == first->device(),
+                   "fake cuda: kernel %s got %s together with %s; a "
+                   "kernel's tensors must share one device",
+                   kernel, first->ToString(), tensor->ToString());
+  }
+  Add(Counters().kernel_calls, 1);
 }
 
 // Host memory posing as device memory, with books kept on every byte moved.
@@ -157,19 +186,6 @@ class FakeCudaBackend final : public Backend {
                uint64_t seed, uint64_t offset) override {
     Cpu("Dropout", {&out, &in}).Dropout(out, in, prob, seed, offset);
   }
-  void SgdUpdate(const TensorBase& param, const TensorBase& grad,
-                 const TensorBase& momentum_buffer,
-                 const SgdUpdateScalars& scalars) override {
-    Cpu("SgdUpdate", {&param, &grad, &momentum_buffer})
-        .SgdUpdate(param, grad, momentum_buffer, scalars);
-  }
-  void AdamUpdate(const TensorBase& param, const TensorBase& grad,
-                  const TensorBase& exp_avg, const TensorBase& exp_avg_sq,
-                  const TensorBase& max_exp_avg_sq,
-                  const AdamUpdateScalars& scalars) override {
-    Cpu("AdamUpdate", {&param, &grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq})
-        .AdamUpdate(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars);
-  }
   double AbsPowerSum(const TensorBase& in, double p) override {
     return Cpu("AbsPowerSum", {&in}).AbsPowerSum(in, p);
   }
@@ -243,31 +259,35 @@ class FakeCudaBackend final : public Backend {
   }
 
  private:
-  // Cpu() checks that the defined tensors among `tensors` share one fake
-  // cuda device, counts the call and returns the CPU backend to run it.
+  // Cpu() checks the call's tensors (CheckKernelTensors) and returns the CPU
+  // backend to run it.
   static Backend& Cpu(const char* kernel,
                       std::initializer_list<const TensorBase*> tensors) {
-    const TensorBase* first = nullptr;
-    for (const TensorBase* tensor : tensors) {
-      if (!tensor->defined()) continue;
-      const Device& device = tensor->device();
-      KINDLING_CHECK(device.type() == DeviceKind::kCuda,
-                     "fake cuda: kernel %s got %s, a tensor not on a cuda "
-                     "device; the front end must reject mixed devices",
-                     kernel, tensor->ToString());
-      if (first == nullptr) {
-        first = tensor;
-        CheckFakeDevice(device, kernel);
-      }
-      KINDLING_CHECK(device == first->device(),
-                     "fake cuda: kernel %s got %s together with %s; a "
-                     "kernel's tensors must share one device",
-                     kernel, first->ToString(), tensor->ToString());
-    }
-    Add(Counters().kernel_calls, 1);
+    CheckKernelTensors(kernel, {tensors.begin(), tensors.size()});
     return GetBackend(Device::Cpu());
   }
 };
+
+// FakeFusedUpdate<Step>: the update rules' fused kernels on the fake device
+// are the CPU's (optim/fused_update.h), behind the same checks as the
+// Backend's kernels, so a rule steps the fake device bit-identically to the
+// CPU, as it does through its real CUDA kernel to rounding.
+template <class Step>
+bool FakeFusedUpdate(const Step& step, const TensorBase& param,
+                     const TensorBase& grad,
+                     std::span<const TensorBase> state) {
+  std::vector<const TensorBase*> tensors = {&param, &grad};
+  for (const TensorBase& tensor : state) tensors.push_back(&tensor);
+  CheckKernelTensors("fused optimizer update", tensors);
+  const auto cpu_kernel = FusedUpdates<Step>::Find(DeviceKind::kCpu);
+  return cpu_kernel != nullptr && cpu_kernel(step, param, grad, state);
+}
+
+template <class... Steps>
+void RegisterFakeFusedUpdates() {
+  (FusedUpdates<Steps>::Register(DeviceKind::kCuda, &FakeFusedUpdate<Steps>),
+   ...);
+}
 
 const bool kInstalled = [] {
   InstallFakeCuda();
@@ -306,6 +326,7 @@ void InstallFakeCuda() {
   static FakeCudaBackend* const backend = new FakeCudaBackend();
   RegisterDeviceMemory(DeviceKind::kCuda, memory);
   RegisterBackend(DeviceKind::kCuda, backend);
+  RegisterFakeFusedUpdates<SgdStep, AdamStep, RmsPropStep, LionStep>();
 }
 
 }  // namespace kindling::testing

@@ -1,7 +1,9 @@
-// Adam and AdamW: torch.optim.Adam / AdamW (PyTorch 1.13, foreach=False),
-// as one fused Backend kernel per parameter (Backend::AdamUpdate). The two
-// differ only in how weight decay applies: an L2 term added to the gradient
-// (Adam) or the parameter scaled by 1 - lr * weight_decay (AdamW).
+// Adam and AdamW: torch.optim.Adam / AdamW (PyTorch 1.13, foreach=False).
+// The two differ only in how weight decay applies: an L2 term added to the
+// gradient (Adam) or the parameter scaled by 1 - lr * weight_decay (AdamW).
+// A device's fused kernel (fused_update.h; CPU in optim/cpu/, CUDA in
+// optim/cuda/) runs a step in one pass per parameter; without one, tensor
+// ops do.
 #include <cmath>
 #include <memory>
 #include <span>
@@ -9,8 +11,11 @@
 #include <string_view>
 #include <vector>
 
+#include "kindling/optim/fused_steps.h"
+#include "kindling/optim/fused_update.h"
 #include "kindling/optim/rules.h"
-#include "kindling/tensor/backend.h"
+#include "kindling/tensor/elementwise_ops.h"
+#include "kindling/tensor/grad_mode.h"
 
 namespace kindling {
 namespace {
@@ -78,24 +83,65 @@ class Adam final : public UpdateRule {
   void Update(const UpdateContext& context, TensorBase& param,
               const TensorBase& grad,
               std::span<TensorBase> state) const override {
-    const double step = static_cast<double>(context.step);
-    Backend::AdamUpdateScalars scalars;
-    scalars.lr = context.lr;
-    scalars.beta1 = hyper_.beta1;
-    scalars.beta2 = hyper_.beta2;
-    scalars.eps = hyper_.eps;
-    scalars.weight_decay = context.weight_decay;
-    scalars.decoupled_weight_decay = decoupled_;
-    scalars.amsgrad = hyper_.amsgrad;
-    scalars.step_size = context.lr / (1 - std::pow(hyper_.beta1, step));
-    scalars.bias_correction2_sqrt = std::sqrt(1 - std::pow(hyper_.beta2, step));
-    const TensorBase max_exp_avg_sq =
-        state.size() > 2 ? state[2] : TensorBase();
-    GetBackend(param.device())
-        .AdamUpdate(param, grad, state[0], state[1], max_exp_avg_sq, scalars);
+    const double step_count = static_cast<double>(context.step);
+    AdamStep step;
+    step.lr = context.lr;
+    step.beta1 = hyper_.beta1;
+    step.beta2 = hyper_.beta2;
+    step.eps = hyper_.eps;
+    step.weight_decay = context.weight_decay;
+    step.decoupled_weight_decay = decoupled_;
+    step.amsgrad = hyper_.amsgrad;
+    step.step_size = context.lr / (1 - std::pow(hyper_.beta1, step_count));
+    step.bias_correction2_sqrt =
+        std::sqrt(1 - std::pow(hyper_.beta2, step_count));
+    if (FusedUpdates<AdamStep>::Run(step, param, grad, state)) return;
+    UpdateWithTensorOps(step, param, grad, state);
   }
 
  private:
+  static void UpdateWithTensorOps(const AdamStep& step, TensorBase& param,
+                                  const TensorBase& grad,
+                                  std::span<TensorBase> state) {
+    using ops::Binary;
+    using ops::BinaryInPlace;
+    using ops::BinaryScalar;
+    using ops::BinaryScalarInPlace;
+    NoGradGuard no_grad;
+    TensorBase g = grad;
+    if (step.weight_decay != 0) {
+      if (step.decoupled_weight_decay) {
+        BinaryScalarInPlace(BinaryOp::kMul, param,
+                            1 - step.lr * step.weight_decay);
+      } else {
+        g = Binary(BinaryOp::kAdd, g,
+                   BinaryScalar(BinaryOp::kMul, param, step.weight_decay));
+      }
+    }
+    TensorBase& exp_avg = state[0];
+    BinaryScalarInPlace(BinaryOp::kMul, exp_avg, step.beta1);
+    BinaryInPlace(BinaryOp::kAdd, exp_avg,
+                  BinaryScalar(BinaryOp::kMul, g, 1 - step.beta1));
+    TensorBase& exp_avg_sq = state[1];
+    BinaryScalarInPlace(BinaryOp::kMul, exp_avg_sq, step.beta2);
+    BinaryInPlace(BinaryOp::kAdd, exp_avg_sq,
+                  Binary(BinaryOp::kMul,
+                         BinaryScalar(BinaryOp::kMul, g, 1 - step.beta2), g));
+    TensorBase second_moment = exp_avg_sq;
+    if (step.amsgrad) {
+      BinaryInPlace(BinaryOp::kMaximum, state[2], exp_avg_sq);
+      second_moment = state[2];
+    }
+    TensorBase denom =
+        BinaryScalar(BinaryOp::kDiv, ops::Unary(UnaryOp::kSqrt, second_moment),
+                     step.bias_correction2_sqrt);
+    BinaryScalarInPlace(BinaryOp::kAdd, denom, step.eps);
+    BinaryInPlace(
+        BinaryOp::kAdd, param,
+        BinaryScalar(BinaryOp::kMul, Binary(BinaryOp::kDiv, exp_avg, denom),
+                     -step.step_size));
+  }
+
   AdamHyper hyper_;
   bool decoupled_;
 };

@@ -7,8 +7,10 @@
 // (FusedUpdateRegistration). With no kernel for the device, or a kernel that
 // declines the tensors (returns false: a dtype it lacks), the rule runs its
 // tensor-op path, so a new rule needs no kernel at all to work everywhere.
-// The CPU kernels of RMSprop and Lion live in optim/cpu/ and are linked with
-// the CPU backend.
+// The built-in rules' kernels live in optim/cpu/ and optim/cuda/ and are
+// linked with the device's backend; their element formulas are
+// update_math.h's, shared by both. Register(device, nullptr) removes a
+// kernel (tests use it to run a rule's tensor-op path).
 #ifndef KINDLING_OPTIM_FUSED_UPDATE_H_
 #define KINDLING_OPTIM_FUSED_UPDATE_H_
 
@@ -16,10 +18,32 @@
 #include <atomic>
 #include <span>
 
+#include "kindling/core/check.h"
 #include "kindling/tensor/device.h"
 #include "kindling/tensor/tensor_base.h"
 
 namespace kindling {
+
+// CheckFusedOperands() aborts unless param, grad and every state tensor are
+// contiguous and share one shape, dtype and device: what the optimizer
+// guarantees a kernel (a broken guarantee is a bug, not an input error).
+inline void CheckFusedOperands(const TensorBase& param, const TensorBase& grad,
+                               std::span<const TensorBase> state) {
+  const auto check = [&](const char* name, const TensorBase& tensor) {
+    KINDLING_CHECK(tensor.defined() && tensor.is_contiguous() &&
+                       tensor.dtype() == param.dtype() &&
+                       tensor.shape() == param.shape() &&
+                       tensor.device() == param.device(),
+                   "fused optimizer update: %s is %s; the parameter is %s "
+                   "(kernels take contiguous tensors of one shape, dtype and "
+                   "device)",
+                   name, tensor.defined() ? tensor.ToString() : "undefined",
+                   param.ToString());
+  };
+  check("param", param);
+  check("grad", grad);
+  for (const TensorBase& tensor : state) check("a state tensor", tensor);
+}
 
 template <class Step>
 class FusedUpdates {
@@ -35,13 +59,19 @@ class FusedUpdates {
     Table()[Index(device)].store(kernel, std::memory_order_release);
   }
 
+  // Find(): the kernel registered for `device`, or nullptr.
+  static Kernel Find(DeviceKind device) {
+    return Table()[Index(device)].load(std::memory_order_acquire);
+  }
+
   // Run(): the device's kernel on these tensors, or false when there is none
   // or it declined.
   static bool Run(const Step& step, const TensorBase& param,
                   const TensorBase& grad, std::span<const TensorBase> state) {
-    const Kernel kernel =
-        Table()[Index(param.device().type())].load(std::memory_order_acquire);
-    return kernel != nullptr && kernel(step, param, grad, state);
+    const Kernel kernel = Find(param.device().type());
+    if (kernel == nullptr) return false;
+    CheckFusedOperands(param, grad, state);
+    return kernel(step, param, grad, state);
   }
 
  private:

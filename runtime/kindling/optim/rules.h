@@ -6,12 +6,13 @@
 //   lion_rule.cc     Lion (Chen et al., 2023, "Symbolic Discovery of
 //                    Optimization Algorithms")
 //
-// Each runs one fused kernel per parameter and allocates nothing after the
-// first step: SGD and Adam/AdamW through Backend::SgdUpdate/AdamUpdate (CPU
-// and CUDA), RMSprop and Lion through their own kernel tables
-// (fused_update.h: CPU, f32 and f64). Where RMSprop or Lion has no kernel (a
-// CUDA device, 16-bit floats) it runs as tensor ops, which allocate a few
-// temporaries of the parameter's size per step.
+// Each runs one fused kernel per parameter from its own kernel table
+// (fused_update.h; CPU kernels in optim/cpu/, CUDA in optim/cuda/, the
+// element formulas shared in update_math.h) and allocates nothing after the
+// first step. SGD and Adam/AdamW have kernels for every floating dtype,
+// RMSprop and Lion for f32 and f64. Where a rule has no kernel (a 16-bit
+// RMSprop or Lion parameter, a device without kernels) it runs as tensor
+// ops, which allocate a few temporaries of the parameter's size per step.
 #ifndef KINDLING_OPTIM_RULES_H_
 #define KINDLING_OPTIM_RULES_H_
 

@@ -1,13 +1,17 @@
-// SGD: torch.optim.SGD (PyTorch 1.13, foreach=False), as one fused Backend
-// kernel per parameter (Backend::SgdUpdate).
+// SGD: torch.optim.SGD (PyTorch 1.13, foreach=False). A device's fused
+// kernel (fused_update.h; CPU in optim/cpu/, CUDA in optim/cuda/) runs it in
+// one pass per parameter; without one, tensor ops do.
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "kindling/optim/fused_steps.h"
+#include "kindling/optim/fused_update.h"
 #include "kindling/optim/rules.h"
-#include "kindling/tensor/backend.h"
+#include "kindling/tensor/elementwise_ops.h"
+#include "kindling/tensor/grad_mode.h"
 
 namespace kindling {
 namespace {
@@ -57,18 +61,47 @@ class Sgd final : public UpdateRule {
   void Update(const UpdateContext& context, TensorBase& param,
               const TensorBase& grad,
               std::span<TensorBase> state) const override {
-    Backend::SgdUpdateScalars scalars;
-    scalars.lr = context.lr;
-    scalars.momentum = options_.momentum;
-    scalars.dampening = options_.dampening;
-    scalars.weight_decay = context.weight_decay;
-    scalars.nesterov = options_.nesterov;
-    scalars.first_step = context.step == 1;
-    const TensorBase buffer = state.empty() ? TensorBase() : state[0];
-    GetBackend(param.device()).SgdUpdate(param, grad, buffer, scalars);
+    SgdStep step;
+    step.lr = context.lr;
+    step.momentum = options_.momentum;
+    step.dampening = options_.dampening;
+    step.weight_decay = context.weight_decay;
+    step.nesterov = options_.nesterov;
+    step.first_step = context.step == 1;
+    if (FusedUpdates<SgdStep>::Run(step, param, grad, state)) return;
+    UpdateWithTensorOps(step, param, grad, state);
   }
 
  private:
+  static void UpdateWithTensorOps(const SgdStep& step, TensorBase& param,
+                                  const TensorBase& grad,
+                                  std::span<TensorBase> state) {
+    using ops::Binary;
+    using ops::BinaryScalar;
+    NoGradGuard no_grad;
+    TensorBase g = grad;
+    if (step.weight_decay != 0) {
+      g = Binary(BinaryOp::kAdd, g,
+                 BinaryScalar(BinaryOp::kMul, param, step.weight_decay));
+    }
+    if (step.momentum != 0) {
+      TensorBase& buffer = state[0];
+      if (step.first_step) {
+        ops::AssignInPlace(buffer, g);
+      } else {
+        ops::BinaryScalarInPlace(BinaryOp::kMul, buffer, step.momentum);
+        ops::BinaryInPlace(BinaryOp::kAdd, buffer,
+                           BinaryScalar(BinaryOp::kMul, g, 1 - step.dampening));
+      }
+      g = step.nesterov
+              ? Binary(BinaryOp::kAdd, g,
+                       BinaryScalar(BinaryOp::kMul, buffer, step.momentum))
+              : buffer;
+    }
+    ops::BinaryInPlace(BinaryOp::kAdd, param,
+                       BinaryScalar(BinaryOp::kMul, g, -step.lr));
+  }
+
   SgdOptions options_;
 };
 

@@ -175,65 +175,9 @@ class Backend {
   virtual void Dropout(const TensorBase& out, const TensorBase& in, double prob,
                        uint64_t seed, uint64_t offset) = 0;
 
-  // --- Optimizer kernels (runtime/kindling/optim) ----------------------------
-  // One fused pass per parameter tensor, updating `param` and its state
-  // tensors in place with no temporaries, so an optimizer step allocates
-  // nothing. Every tensor is contiguous, of one shape, dtype and device; the
-  // dtype is f32 or f64, or f16/bf16, computed in f32 and rounded on store.
-
-  // SgdUpdateScalars: the hyper-parameters of one SGD step (PyTorch's names).
-  struct SgdUpdateScalars {
-    double lr = 0;
-    double momentum = 0;
-    double dampening = 0;
-    double weight_decay = 0;
-    bool nesterov = false;
-    // first_step: the momentum buffer holds no history yet and is set to the
-    // (decayed) gradient, as PyTorch does on a parameter's first step.
-    bool first_step = false;
-  };
-
-  // SgdUpdate(): with g = grad + weight_decay * param,
-  //   buf   = first_step ? g : momentum * buf + (1 - dampening) * g
-  //   g     = nesterov ? g + momentum * buf : buf      (when momentum != 0)
-  //   param = param - lr * g
-  // `momentum_buffer` is undefined when momentum == 0.
-  virtual void SgdUpdate(const TensorBase& param, const TensorBase& grad,
-                         const TensorBase& momentum_buffer,
-                         const SgdUpdateScalars& scalars) = 0;
-
-  // AdamUpdateScalars: one Adam/AdamW step. The bias corrections depend only
-  // on the step count, so the caller computes them once per tensor.
-  struct AdamUpdateScalars {
-    double lr = 0;
-    double beta1 = 0;
-    double beta2 = 0;
-    double eps = 0;
-    double weight_decay = 0;
-    // decoupled_weight_decay: AdamW (param *= 1 - lr * weight_decay) instead
-    // of Adam's L2 term added to the gradient.
-    bool decoupled_weight_decay = false;
-    bool amsgrad = false;
-    // step_size = lr / (1 - beta1^step).
-    double step_size = 0;
-    // bias_correction2_sqrt = sqrt(1 - beta2^step).
-    double bias_correction2_sqrt = 1;
-  };
-
-  // AdamUpdate(): PyTorch's Adam/AdamW element update:
-  //   g = grad (+ weight_decay * param for Adam)
-  //   param *= 1 - lr * weight_decay                      (AdamW)
-  //   exp_avg    = beta1 * exp_avg + (1 - beta1) * g
-  //   exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * g * g
-  //   v = amsgrad ? (max_exp_avg_sq = max(max_exp_avg_sq, exp_avg_sq))
-  //               : exp_avg_sq
-  //   param -= step_size * exp_avg / (sqrt(v) / bias_correction2_sqrt + eps)
-  // `max_exp_avg_sq` is undefined unless amsgrad.
-  virtual void AdamUpdate(const TensorBase& param, const TensorBase& grad,
-                          const TensorBase& exp_avg,
-                          const TensorBase& exp_avg_sq,
-                          const TensorBase& max_exp_avg_sq,
-                          const AdamUpdateScalars& scalars) = 0;
+  // --- Gradient clipping (runtime/kindling/optim/clip.h) ---------------------
+  // The update rules' own fused kernels live with the optimizer
+  // (optim/fused_update.h), not here.
 
   // AbsPowerSum(): sum over `in` (contiguous) of |x|^p, or max |x| when p is
   // +infinity, accumulated in f64 (gradient-norm clipping).

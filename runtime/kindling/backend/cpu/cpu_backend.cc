@@ -1,8 +1,8 @@
 #include "kindling/backend/cpu/cpu_backend.h"
 
+#include "kindling/backend/cpu/clip_kernels.h"
 #include "kindling/backend/cpu/cpu_device_memory.h"
 #include "kindling/backend/cpu/kernels.h"
-#include "kindling/backend/cpu/optimizer_kernels.h"
 #include "kindling/backend/cpu/random.h"
 #include "kindling/tensor/device_memory.h"
 #include "kindling/tensor/tensor_base.h"
@@ -77,20 +77,6 @@ void CpuBackend::FillRandom(const TensorBase& out,
 void CpuBackend::Dropout(const TensorBase& out, const TensorBase& in,
                          double prob, uint64_t seed, uint64_t offset) {
   DropoutKernel(out, in, prob, seed, offset);
-}
-
-void CpuBackend::SgdUpdate(const TensorBase& param, const TensorBase& grad,
-                           const TensorBase& momentum_buffer,
-                           const SgdUpdateScalars& scalars) {
-  SgdUpdateKernel(param, grad, momentum_buffer, scalars);
-}
-
-void CpuBackend::AdamUpdate(const TensorBase& param, const TensorBase& grad,
-                            const TensorBase& exp_avg,
-                            const TensorBase& exp_avg_sq,
-                            const TensorBase& max_exp_avg_sq,
-                            const AdamUpdateScalars& scalars) {
-  AdamUpdateKernel(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars);
 }
 
 double CpuBackend::AbsPowerSum(const TensorBase& in, double p) {

@@ -8,60 +8,12 @@
 #include "kindling/backend/cuda/cuda_context.h"
 #include "kindling/backend/cuda/cuda_device_memory.h"
 #include "kindling/backend/cuda/kernels.h"
+#include "kindling/backend/cuda/on_device.h"
 #include "kindling/core/check.h"
 #include "kindling/tensor/conv2d_composite.h"
 #include "kindling/tensor/tensor_base.h"
 
 namespace kindling::cuda {
-namespace {
-
-// OnDevice: one backend call's setup, and the single place where the
-// backend tells the allocator which streams use which blocks. It makes the
-// device of its first tensor current and takes that device's current
-// stream; every tensor the call's kernels read or write must be passed to
-// it (undefined ones are skipped), and each is recorded as used on that
-// stream (CudaAllocator::RecordStream). So a tensor allocated on one stream
-// and used by a kernel on another is not reused, once freed, before that
-// kernel has run. Costs a relaxed load per tensor when the program has only
-// ever used one stream.
-class OnDevice {
- public:
-  template <class... Tensors>
-  explicit OnDevice(const TensorBase& first, const Tensors&... rest)
-      : index_(CheckedIndex(first)),
-        guard_(index_),
-        stream_(CurrentCudaStream(index_)),
-        allocator_(CudaAllocatorFor(index_)) {
-    static_assert((std::is_same_v<Tensors, TensorBase> && ...),
-                  "OnDevice takes the call's tensors");
-    RecordUse(first);
-    (RecordUse(rest), ...);
-  }
-  int index() const { return index_; }
-  cudaStream_t stream() const { return stream_; }
-
- private:
-  static int CheckedIndex(const TensorBase& tensor) {
-    KINDLING_CHECK(tensor.device().type() == DeviceKind::kCuda,
-                   "cuda backend: tensor %s is not on a cuda device",
-                   tensor.ToString());
-    return tensor.device().index();
-  }
-  // The storage's own address: no interior lookup. Memory of another device
-  // (which the front end's checks keep out) would need that device's
-  // allocator and events, so it is not recorded here.
-  void RecordUse(const TensorBase& tensor) const {
-    if (!tensor.defined() || tensor.device() != Device::Cuda(index_)) return;
-    allocator_.RecordStream(tensor.storage()->data(), stream_);
-  }
-
-  int index_;
-  CudaDeviceGuard guard_;
-  cudaStream_t stream_;
-  CudaAllocator& allocator_;
-};
-
-}  // namespace
 
 void CudaBackend::Copy(const TensorBase& out, const TensorBase& in) {
   const OnDevice on(out, in);
@@ -148,23 +100,6 @@ void CudaBackend::Dropout(const TensorBase& out, const TensorBase& in,
                           double prob, uint64_t seed, uint64_t offset) {
   const OnDevice on(out, in);
   DropoutKernel(on.stream(), out, in, prob, seed, offset);
-}
-
-void CudaBackend::SgdUpdate(const TensorBase& param, const TensorBase& grad,
-                            const TensorBase& momentum_buffer,
-                            const SgdUpdateScalars& scalars) {
-  const OnDevice on(param, grad, momentum_buffer);
-  SgdUpdateKernel(on.stream(), param, grad, momentum_buffer, scalars);
-}
-
-void CudaBackend::AdamUpdate(const TensorBase& param, const TensorBase& grad,
-                             const TensorBase& exp_avg,
-                             const TensorBase& exp_avg_sq,
-                             const TensorBase& max_exp_avg_sq,
-                             const AdamUpdateScalars& scalars) {
-  const OnDevice on(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq);
-  AdamUpdateKernel(on.stream(), param, grad, exp_avg, exp_avg_sq,
-                   max_exp_avg_sq, scalars);
 }
 
 double CudaBackend::AbsPowerSum(const TensorBase& in, double p) {

@@ -53,13 +53,6 @@ class CudaBackend final : public Backend {
                   uint64_t seed, uint64_t offset, double a, double b) override;
   void Dropout(const TensorBase& out, const TensorBase& in, double prob,
                uint64_t seed, uint64_t offset) override;
-  void SgdUpdate(const TensorBase& param, const TensorBase& grad,
-                 const TensorBase& momentum_buffer,
-                 const SgdUpdateScalars& scalars) override;
-  void AdamUpdate(const TensorBase& param, const TensorBase& grad,
-                  const TensorBase& exp_avg, const TensorBase& exp_avg_sq,
-                  const TensorBase& max_exp_avg_sq,
-                  const AdamUpdateScalars& scalars) override;
   double AbsPowerSum(const TensorBase& in, double p) override;
   void ScaleClamp(const TensorBase& inout, double scale,
                   double max_abs) override;

@@ -117,14 +117,6 @@ void DropoutKernel(cudaStream_t stream, const TensorBase& out,
                    uint64_t offset);
 
 // optimizer.cu
-void SgdUpdateKernel(cudaStream_t stream, const TensorBase& param,
-                     const TensorBase& grad, const TensorBase& momentum_buffer,
-                     const Backend::SgdUpdateScalars& scalars);
-void AdamUpdateKernel(cudaStream_t stream, const TensorBase& param,
-                      const TensorBase& grad, const TensorBase& exp_avg,
-                      const TensorBase& exp_avg_sq,
-                      const TensorBase& max_exp_avg_sq,
-                      const Backend::AdamUpdateScalars& scalars);
 double AbsPowerSumKernel(cudaStream_t stream, const TensorBase& in, double p);
 void ScaleClampKernel(cudaStream_t stream, const TensorBase& inout,
                       double scale, double max_abs);

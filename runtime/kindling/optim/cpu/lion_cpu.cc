@@ -1,58 +1,38 @@
-// Lion's fused CPU kernel: lion_rule.cc's formulas in one pass over param,
-// grad and exp_avg, f32 and f64 (16-bit floats take the rule's tensor-op
-// path).
+// Lion's fused CPU kernel: update_math::Lion in one pass over param, grad
+// and exp_avg, f32 and f64 (16-bit floats take the rule's tensor-op path,
+// which rounds after every operation).
 #include <cstdint>
 #include <span>
 
-#include "kindling/backend/cpu/parallel.h"
+#include "kindling/optim/cpu/cpu_update.h"
 #include "kindling/optim/fused_steps.h"
 #include "kindling/optim/fused_update.h"
+#include "kindling/optim/update_math.h"
 #include "kindling/tensor/dtype.h"
+#include "kindling/tensor/dtype_dispatch.h"
 #include "kindling/tensor/tensor_base.h"
 
-namespace kindling {
+namespace kindling::optim_cpu {
 namespace {
-
-template <class T>
-void LionTyped(const LionStep& s, const TensorBase& param,
-               const TensorBase& grad, const TensorBase& exp_avg) {
-  T* __restrict p = static_cast<T*>(param.data());
-  const T* __restrict g = static_cast<const T*>(grad.data());
-  T* __restrict m = static_cast<T*>(exp_avg.data());
-  const T beta1 = static_cast<T>(s.beta1);
-  const T one_minus_beta1 = static_cast<T>(1 - s.beta1);
-  const T beta2 = static_cast<T>(s.beta2);
-  const T one_minus_beta2 = static_cast<T>(1 - s.beta2);
-  // 1 - lr * weight_decay is 1 exactly without decay, so the multiply
-  // changes nothing then.
-  const T decay = static_cast<T>(1 - s.lr * s.weight_decay);
-  const T neg_lr = static_cast<T>(-s.lr);
-  cpu::ParallelFor(
-      param.numel(), cpu::kElementGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-          const T c = m[i] * beta1 + g[i] * one_minus_beta1;
-          const T sign = static_cast<T>(c > 0) - static_cast<T>(c < 0);
-          p[i] = p[i] * decay + sign * neg_lr;
-          m[i] = m[i] * beta2 + g[i] * one_minus_beta2;
-        }
-      });
-}
 
 bool LionCpu(const LionStep& step, const TensorBase& param,
              const TensorBase& grad, std::span<const TensorBase> state) {
-  switch (param.dtype()) {
-    case DType::kF32:
-      LionTyped<float>(step, param, grad, state[0]);
-      return true;
-    case DType::kF64:
-      LionTyped<double>(step, param, grad, state[0]);
-      return true;
-    default:
-      return false;
-  }
+  if ((DTypeBit(param.dtype()) & kF32F64) == 0) return false;
+  DispatchDType<kF32F64>(param.dtype(), "cpu lion", [&]<class T>() {
+    const update_math::LionConstants<T> s(step);
+    T* __restrict p = param.data_as<T>();
+    const T* __restrict g = grad.data_as<const T>();
+    T* __restrict m = state[0].data_as<T>();
+    ForEachChunk(param.numel(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        p[i] = update_math::Lion(s, p[i], g[i], m[i], update_math::Exact{});
+      }
+    });
+  });
+  return true;
 }
 
 const FusedUpdateRegistration<LionStep> kRegistered(DeviceKind::kCpu, &LionCpu);
 
 }  // namespace
-}  // namespace kindling
+}  // namespace kindling::optim_cpu

@@ -1,0 +1,58 @@
+// What the optimizer rules' CPU kernels share: element loads and stores in
+// the compute type, the storage rounding update_math.h's formulas take, and
+// one loop that runs a formula over a parameter in parallel chunks.
+#ifndef KINDLING_OPTIM_CPU_CPU_UPDATE_H_
+#define KINDLING_OPTIM_CPU_CPU_UPDATE_H_
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kindling/backend/cpu/element.h"
+#include "kindling/backend/cpu/parallel.h"
+#include "kindling/tensor/tensor_base.h"
+
+namespace kindling::optim_cpu {
+
+// ComputeType<T>: f64 stays f64; f32, f16 and bf16 compute in f32.
+template <class T>
+using ComputeType =
+    std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <class T>
+inline ComputeType<T> Load(T value) {
+  return cpu::Convert<ComputeType<T>>(value);
+}
+
+template <class T>
+inline T Store(ComputeType<T> value) {
+  return cpu::Convert<T>(value);
+}
+
+// RoundTo<T>: update_math.h's `round` for state stored as T.
+template <class T>
+struct RoundTo {
+  ComputeType<T> operator()(ComputeType<T> x) const {
+    if constexpr (std::is_same_v<T, ComputeType<T>>) {
+      return x;
+    } else {
+      return Load(Store<T>(x));
+    }
+  }
+};
+
+// DataOf<T>() is a tensor's elements, or nullptr for an undefined tensor
+// (state a rule's options leave out).
+template <class T>
+T* DataOf(const TensorBase& tensor) {
+  return tensor.defined() ? tensor.data_as<T>() : nullptr;
+}
+
+// ForEachChunk() calls range(begin, end) over [0, count) in parallel chunks.
+template <class Range>
+void ForEachChunk(int64_t count, const Range& range) {
+  cpu::ParallelFor(count, cpu::kElementGrain, range);
+}
+
+}  // namespace kindling::optim_cpu
+
+#endif  // KINDLING_OPTIM_CPU_CPU_UPDATE_H_
