@@ -287,66 +287,11 @@ void RunUnaryF32(const StridedLayout<2>& layout, const F8& f,
                  });
 }
 
-// Wrapping integer arithmetic: signed overflow must not be undefined.
-template <class T>
-T WrapAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
-template <class T>
-T WrapSub(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
-  } else {
-    return a - b;
-  }
-}
-template <class T>
-T WrapMul(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-  } else {
-    return a * b;
-  }
-}
-// Integer division truncates; x / 0 is 0 and MIN / -1 wraps to MIN.
-template <class T>
-T SafeDiv(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    if (b == 0) return T{0};
-    if constexpr (std::is_signed_v<T>) {
-      if (b == -1) return WrapSub(T{0}, a);
-    }
-    return static_cast<T>(a / b);
-  } else {
-    return a / b;
-  }
-}
-// Integer power by squaring; negative exponents give 0 except for bases 1
-// and -1 (the integer part of the real result).
-template <class T>
-T IntPow(T base, T exponent) {
-  if constexpr (std::is_signed_v<T>) {
-    if (exponent < 0) {
-      if (base == 1) return 1;
-      if (base == -1) return (exponent & 1) ? T(-1) : T(1);
-      return 0;
-    }
-  }
-  T result = 1;
-  while (exponent != 0) {
-    if (exponent & 1) result = WrapMul(result, base);
-    base = WrapMul(base, base);
-    exponent = static_cast<T>(exponent >> 1);
-  }
-  return result;
-}
+using element_math::IntPow;
+using element_math::SafeDiv;
+using element_math::WrapAdd;
+using element_math::WrapMul;
+using element_math::WrapSub;
 
 template <class T>
 void UnaryTyped(UnaryOp op, const StridedLayout<2>& layout, double arg0,
@@ -519,22 +464,14 @@ void VisitBinaryFn(BinaryOp op, const Visit& visit) {
         }
       });
     case BinaryOp::kMaximum:
-      return visit.template operator()<T>([](T a, T b) {
-        if constexpr (std::is_floating_point_v<T>) {
-          if (std::isnan(a) || std::isnan(b)) return a + b;  // NaN propagates
-        }
-        return a > b ? a : b;
-      });
+      return visit.template operator()<T>(
+          [](T a, T b) { return element_math::Maximum(a, b); });
     case BinaryOp::kMinimum:
-      return visit.template operator()<T>([](T a, T b) {
-        if constexpr (std::is_floating_point_v<T>) {
-          if (std::isnan(a) || std::isnan(b)) return a + b;
-        }
-        return a < b ? a : b;
-      });
+      return visit.template operator()<T>(
+          [](T a, T b) { return element_math::Minimum(a, b); });
     case BinaryOp::kReluBackward:
       return visit.template operator()<T>(
-          [](T a, T b) { return b <= T(0) ? T(0) : a; });
+          [](T a, T b) { return element_math::ReluBackward(a, b); });
     case BinaryOp::kEqual:
       return visit.template operator()<bool>([](T a, T b) { return a == b; });
     case BinaryOp::kNotEqual:

@@ -91,66 +91,11 @@ namespace {
 
 // --- Unary -----------------------------------------------------------------
 
-// Wrapping integer arithmetic (signed overflow must not be undefined).
-template <class T>
-__device__ inline T WrapAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
-template <class T>
-__device__ inline T WrapSub(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
-  } else {
-    return a - b;
-  }
-}
-template <class T>
-__device__ inline T WrapMul(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-  } else {
-    return a * b;
-  }
-}
-// Integer division truncates; x / 0 is 0 and MIN / -1 wraps to MIN.
-template <class T>
-__device__ inline T SafeDiv(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    if (b == 0) return T{0};
-    if constexpr (std::is_signed_v<T>) {
-      if (b == -1) return WrapSub(T{0}, a);
-    }
-    return static_cast<T>(a / b);
-  } else {
-    return a / b;
-  }
-}
-// Integer power by squaring; negative exponents give the integer part of
-// the real result (0 except for bases 1 and -1).
-template <class T>
-__device__ inline T IntPow(T base, T exponent) {
-  if constexpr (std::is_signed_v<T>) {
-    if (exponent < 0) {
-      if (base == 1) return 1;
-      if (base == -1) return (exponent & 1) ? T(-1) : T(1);
-      return 0;
-    }
-  }
-  T result = 1;
-  while (exponent != 0) {
-    if (exponent & 1) result = WrapMul(result, base);
-    base = WrapMul(base, base);
-    exponent = static_cast<T>(exponent >> 1);
-  }
-  return result;
-}
+using element_math::IntPow;
+using element_math::SafeDiv;
+using element_math::WrapAdd;
+using element_math::WrapMul;
+using element_math::WrapSub;
 
 // Floating functions in float or double (C is the compute type).
 __device__ inline float Exp(float x) { return expf(x); }
@@ -165,15 +110,6 @@ __device__ inline float Pow(float x, float y) { return powf(x, y); }
 __device__ inline double Pow(double x, double y) { return pow(x, y); }
 __device__ inline float Abs(float x) { return fabsf(x); }
 __device__ inline double Abs(double x) { return fabs(x); }
-
-template <class C>
-__device__ inline bool IsNanValue(C x) {
-  if constexpr (std::is_floating_point_v<C>) {
-    return x != x;
-  } else {
-    return false;
-  }
-}
 
 // The unary functions on the compute type C.
 struct NegFn {
@@ -369,21 +305,19 @@ struct PowFn {
 struct MaximumFn {
   template <class C>
   __device__ C operator()(C a, C b) const {
-    if (IsNanValue(a) || IsNanValue(b)) return a + b;  // NaN propagates
-    return a > b ? a : b;
+    return element_math::Maximum(a, b);
   }
 };
 struct MinimumFn {
   template <class C>
   __device__ C operator()(C a, C b) const {
-    if (IsNanValue(a) || IsNanValue(b)) return a + b;
-    return a < b ? a : b;
+    return element_math::Minimum(a, b);
   }
 };
 struct ReluBackwardFn {
   template <class C>
   __device__ C operator()(C grad, C input) const {
-    return input <= C(0) ? C(0) : grad;
+    return element_math::ReluBackward(grad, input);
   }
 };
 struct EqualFn {
