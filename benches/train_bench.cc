@@ -64,8 +64,8 @@
 #include "kindling/optim/optimizer.h"
 #include "kindling/tensor/device_memory.h"
 #include "kindling/tensor/tensor.h"
+#include "kindling/train/classifier.h"
 #include "kindling/train/threads.h"
-#include "kindling/train/trainer.h"
 
 namespace {
 
@@ -262,7 +262,7 @@ Tensor<2> CnnLogits(const examples::Cnn& model, const data::Batch& batch,
 template <class M, class Config>
 absl::StatusOr<double> KindlingEpoch(
     const kindling::Device& device,
-    typename train::Trainer<M>::ForwardFn forward, int64_t* samples,
+    typename train::ClassifierTrainer<M>::ForwardFn forward, int64_t* samples,
     std::vector<double>* losses = nullptr) {
   kindling::SetInitSeed(kSeed);
   M model = Config{}.Init(device);
@@ -278,7 +278,8 @@ absl::StatusOr<double> KindlingEpoch(
       losses->push_back(loss);
     };
   }
-  train::Trainer<M> trainer(model, *optimizer, loader, {}, forward, options);
+  train::ClassifierTrainer<M> trainer(model, *optimizer, loader, {}, forward,
+                                      options);
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<train::TrainReport> report = trainer.Run();
   // The last step's work may still be queued on a device: wait for it.
@@ -335,7 +336,7 @@ void PrintLossCurves(
 // the same order (PeerColumns()).
 template <class M, class Config>
 void TrainEpoch(benchmark::State& state, const std::string& peer_model,
-                typename train::Trainer<M>::ForwardFn forward) {
+                typename train::ClassifierTrainer<M>::ForwardFn forward) {
   for (auto _ : state) {
     int64_t samples = 0;
     std::vector<double> losses;
@@ -401,7 +402,7 @@ std::string NoGpuReason() {
 // PyTorch on the GPU where it has CUDA), back to back.
 template <class M, class Config>
 void DeviceTrainEpoch(benchmark::State& state, const std::string& peer_model,
-                      typename train::Trainer<M>::ForwardFn forward) {
+                      typename train::ClassifierTrainer<M>::ForwardFn forward) {
   if (const std::string reason = NoGpuReason(); !reason.empty()) {
     state.SkipWithError(reason.c_str());
     return;

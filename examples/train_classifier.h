@@ -26,9 +26,9 @@
 #include "kindling/tensor/device.h"
 #include "kindling/tensor/device_memory.h"
 #include "kindling/train/checkpoint.h"
+#include "kindling/train/classifier.h"
 #include "kindling/train/interrupt.h"
 #include "kindling/train/threads.h"
-#include "kindling/train/trainer.h"
 
 namespace examples {
 
@@ -60,8 +60,9 @@ inline absl::StatusOr<kindling::Device> DeviceFromFlag(
 // builds a lazy model on `device` (--device), so its parameters initialize
 // there; the trainer moves each batch to it.
 template <class M, class MakeModel>
-int TrainClassifier(const std::string& name, const MakeModel& make_model,
-                    typename kindling::train::Trainer<M>::ForwardFn forward) {
+int TrainClassifier(
+    const std::string& name, const MakeModel& make_model,
+    typename kindling::train::ClassifierTrainer<M>::ForwardFn forward) {
   namespace data = kindling::data;
   namespace train = kindling::train;
   using Clock = std::chrono::steady_clock;
@@ -108,12 +109,13 @@ int TrainClassifier(const std::string& name, const MakeModel& make_model,
       "training on Fashion-MNIST on %s, %d CPU threads, checkpoints in %s\n",
       device->ToString().c_str(), train::CpuThreads(), out_dir.c_str());
   train::InstallInterruptHandler();
-  train::Trainer<M> trainer(model, *optimizer, loader, *test_set, forward,
-                            {.epochs = epochs,
-                             .max_steps = absl::GetFlag(FLAGS_max_steps),
-                             .out_dir = out_dir,
-                             .resume = absl::GetFlag(FLAGS_resume),
-                             .dropout_seed = seed});
+  train::ClassifierTrainer<M> trainer(
+      model, *optimizer, loader, *test_set, forward,
+      {.epochs = epochs,
+       .max_steps = absl::GetFlag(FLAGS_max_steps),
+       .out_dir = out_dir,
+       .resume = absl::GetFlag(FLAGS_resume),
+       .dropout_seed = seed});
   absl::StatusOr<train::TrainReport> report = trainer.Run();
   if (!report.ok()) {
     std::fprintf(stderr, "training failed: %s\n",
@@ -121,8 +123,8 @@ int TrainClassifier(const std::string& name, const MakeModel& make_model,
     return 1;
   }
   const double accuracy = report->epochs.empty()
-                              ? trainer.Evaluate()
-                              : report->epochs.back().test_accuracy;
+                              ? trainer.Accuracy()
+                              : report->epochs.back().metric("test_accuracy");
   std::printf("test accuracy of the trained model: %.4f\n", accuracy);
 
   // A fresh lazy model: no init runs, the values come from the checkpoint

@@ -4,11 +4,14 @@
 #include <cstdint>
 #include <numeric>
 #include <optional>
+#include <span>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kindling/data/dataset.h"
 #include "kindling/tensor/memory_stats.h"
 #include "kindling/tensor/tensor.h"
 
@@ -56,7 +59,7 @@ std::vector<int64_t> SampleIds(const Batch& batch) {
 }
 
 // EpochIds() runs one epoch and returns its samples in order.
-std::vector<int64_t> EpochIds(DataLoader& loader) {
+std::vector<int64_t> EpochIds(DataLoader<ImageDataset>& loader) {
   std::vector<int64_t> ids;
   while (std::optional<Batch> batch = loader.Next()) {
     const std::vector<int64_t> batch_ids = SampleIds(*batch);
@@ -181,7 +184,7 @@ struct BatchRecord {
 };
 
 // Drain() records the next `count` items (a nullopt epoch end as epoch -1).
-std::vector<BatchRecord> Drain(DataLoader& loader, int count) {
+std::vector<BatchRecord> Drain(DataLoader<ImageDataset>& loader, int count) {
   std::vector<BatchRecord> records;
   for (int i = 0; i < count; ++i) {
     std::optional<Batch> batch = loader.Next();
@@ -295,6 +298,75 @@ TEST(DataLoaderDeathTest, RejectsBadOptionsAndShapes) {
   ImageDataset wrong_size = NumberedDataset(4);
   wrong_size.rows = 3;
   EXPECT_DEATH(DataLoader(wrong_size, {}), "= 9 values per image");
+}
+
+// --- A data set of the user's own (dataset.h) -------------------------------
+
+// Squares: sample i is the pair (i, i * i), gathered into plain vectors; its
+// batch has no epoch or index members and no tensors at all.
+struct Squares {
+  struct Batch {
+    std::vector<int64_t> ids;
+    std::vector<int64_t> squares;
+  };
+  int64_t count = 0;
+  int64_t size() const { return count; }
+  Batch Gather(std::span<const int64_t> indices) const {
+    Batch batch;
+    for (int64_t i : indices) {
+      batch.ids.push_back(i);
+      batch.squares.push_back(i * i);
+    }
+    return batch;
+  }
+};
+static_assert(Dataset<Squares>);
+static_assert(Dataset<ImageDataset>);
+static_assert(!Dataset<int>);
+
+TEST_P(DataLoaderTest, AnyDatasetIsBatchedInTheSameOrderAsImages) {
+  DataLoader squares(Squares{.count = 23}, Options(5, /*seed=*/3));
+  DataLoader images(NumberedDataset(23), Options(5, /*seed=*/3));
+  static_assert(std::is_same_v<decltype(squares)::BatchType, Squares::Batch>);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::vector<int64_t> seen;
+    int64_t batches = 0;
+    for (Squares::Batch& batch : squares.Epoch()) {
+      EXPECT_EQ(batches++, squares.batch_index());
+      for (size_t i = 0; i < batch.ids.size(); ++i) {
+        EXPECT_EQ(batch.ids[i] * batch.ids[i], batch.squares[i]);
+        seen.push_back(batch.ids[i]);
+      }
+    }
+    EXPECT_EQ(squares.batches_per_epoch(), batches);
+    EXPECT_EQ(EpochIds(images), seen) << "epoch " << epoch;
+    std::vector<int64_t> sorted = seen;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int64_t> all(23);
+    std::iota(all.begin(), all.end(), int64_t{0});
+    EXPECT_EQ(all, sorted);
+  }
+  EXPECT_EQ(2, squares.state().epoch);
+}
+
+TEST_P(DataLoaderTest, AnyDatasetResumesMidEpoch) {
+  DataLoader original(Squares{.count = 31}, Options(4, /*seed=*/5));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(original.Next().has_value());
+  const LoaderState saved = original.state();
+  DataLoader resumed(Squares{.count = 31}, Options(4, /*seed=*/6));
+  ASSERT_TRUE(resumed.Restore(saved).ok());
+  for (;;) {
+    std::optional<Squares::Batch> want = original.Next();
+    std::optional<Squares::Batch> got = resumed.Next();
+    ASSERT_EQ(want.has_value(), got.has_value());
+    if (!want.has_value()) break;
+    EXPECT_EQ(want->ids, got->ids);
+    EXPECT_EQ(original.batch_index(), resumed.batch_index());
+  }
+  EXPECT_FALSE(
+      resumed
+          .Restore({.seed = 5, .epoch = 0, .position = 0, .dataset_size = 30})
+          .ok());
 }
 
 }  // namespace

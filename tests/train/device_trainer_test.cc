@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "kindling/module/map.h"
 #include "kindling/train/batch_device.h"
-#include "kindling/train/trainer.h"
+#include "kindling/train/classifier.h"
 #include "tests/support/fake_cuda.h"
 #include "tests/train/tiny_run.h"
 
@@ -34,20 +34,20 @@ RunResult TrainOn(const Device& device, const std::string& out_dir = "") {
   const data::ImageDataset dataset = test::TinyDataset(3);
   data::DataLoader loader(dataset, test::TinyLoaderOptions());
   RunResult result;
-  Trainer<examples::Mlp> trainer(model, optimizer, loader, dataset,
-                                 test::TinyForward,
-                                 {.epochs = 1,
-                                  .out_dir = out_dir,
-                                  .dropout_seed = 11,
-                                  .eval_batch_size = 100,
-                                  .progress = {.quiet = true},
-                                  .on_step = [&](int64_t, double loss) {
-                                    result.losses.push_back(loss);
-                                  }});
+  ClassifierTrainer<examples::Mlp> trainer(
+      model, optimizer, loader, dataset, test::TinyForward,
+      {.epochs = 1,
+       .out_dir = out_dir,
+       .dropout_seed = 11,
+       .eval_batch_size = 100,
+       .progress = {.quiet = true},
+       .on_step = [&](int64_t, double loss) {
+         result.losses.push_back(loss);
+       }});
   absl::StatusOr<TrainReport> report = trainer.Run();
   EXPECT_TRUE(report.ok()) << report.status();
   if (report.ok() && !report->epochs.empty()) {
-    result.accuracy = report->epochs.back().test_accuracy;
+    result.accuracy = report->epochs.back().metric("test_accuracy");
   }
   result.weights = test::WeightsText(model);
   result.device = model.fc1.weight->device();
@@ -109,9 +109,9 @@ TEST(DeviceTrainerTest, AModelOnTwoDevicesIsAClearError) {
   Optimizer optimizer = test::TinyOptimizer();
   const data::ImageDataset dataset = test::TinyDataset(3);
   data::DataLoader loader(dataset, test::TinyLoaderOptions());
-  Trainer<examples::Mlp> trainer(model, optimizer, loader, dataset,
-                                 test::TinyForward,
-                                 {.progress = {.quiet = true}});
+  ClassifierTrainer<examples::Mlp> trainer(model, optimizer, loader, dataset,
+                                           test::TinyForward,
+                                           {.progress = {.quiet = true}});
   const absl::StatusOr<TrainReport> report = trainer.Run();
   ASSERT_FALSE(report.ok());
   EXPECT_NE(std::string::npos, report.status().message().find("ToDevice"));

@@ -15,8 +15,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_format.h"
+#include "kindling/train/classifier.h"
 #include "kindling/train/threads.h"
-#include "kindling/train/trainer.h"
 #include "tests/train/tiny_run.h"
 
 ABSL_FLAG(std::string, phase, "first", "first or second");
@@ -28,7 +28,7 @@ ABSL_FLAG(int, threads, 2, "CPU threads");
 namespace {
 
 namespace test = kindling::train_test;
-using kindling::train::Trainer;
+using kindling::train::ClassifierTrainer;
 using kindling::train::TrainerOptions;
 
 int Run() {
@@ -49,8 +49,8 @@ int Run() {
   auto record = [&losses](int64_t step, double loss) {
     losses += absl::StrFormat("step %d loss %a\n", step, loss);
   };
-  Trainer<examples::Mlp> trainer(model, optimizer, loader, {},
-                                 test::TinyForward, options);
+  ClassifierTrainer<examples::Mlp> trainer(model, optimizer, loader, {},
+                                           test::TinyForward, options);
   if (phase == "first") {
     trainer.options().max_steps = n;
     if (absl::StatusOr<kindling::train::TrainReport> report = trainer.Run();

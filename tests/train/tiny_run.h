@@ -24,7 +24,7 @@
 #include "kindling/tensor/philox_generator.h"
 #include "kindling/tensor/random_ops.h"
 #include "kindling/tensor/tensor.h"
-#include "kindling/train/trainer.h"
+#include "kindling/train/classifier.h"
 
 namespace kindling::train_test {
 

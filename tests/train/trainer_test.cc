@@ -2,8 +2,6 @@
 // learning happens, checkpoints round-trip every piece of state, loading is
 // all-or-nothing, Ctrl-C stops with a checkpoint, old checkpoints are pruned,
 // and the committed checkpoint of this version keeps loading.
-#include "kindling/train/trainer.h"
-
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "kindling/io/module_file.h"
 #include "kindling/train/checkpoint.h"
+#include "kindling/train/classifier.h"
 #include "kindling/train/interrupt.h"
 #include "kindling/train/train_state.h"
 #include "tests/train/tiny_run.h"
@@ -45,9 +44,9 @@ TEST(TrainerTest, LearnsTheTinyTaskAndReportsEpochs) {
   data::DataLoader loader(dataset, test::TinyLoaderOptions());
   TrainerOptions options = Quiet();
   options.epochs = 8;
-  Trainer<examples::Mlp> trainer(model, optimizer, loader, dataset,
-                                 test::TinyForward, options);
-  const double before = trainer.Evaluate();
+  ClassifierTrainer<examples::Mlp> trainer(model, optimizer, loader, dataset,
+                                           test::TinyForward, options);
+  const double before = trainer.Accuracy();
   absl::StatusOr<TrainReport> report = trainer.Run();
   ASSERT_TRUE(report.ok()) << report.status();
   ASSERT_EQ(report->epochs.size(), 8u);
@@ -55,8 +54,8 @@ TEST(TrainerTest, LearnsTheTinyTaskAndReportsEpochs) {
   EXPECT_EQ(report->samples, 8 * test::kSamples);
   EXPECT_FALSE(report->stopped_early);
   EXPECT_LT(report->epochs.back().train_loss, report->epochs[0].train_loss);
-  EXPECT_GT(report->epochs.back().test_accuracy, before + 0.2);
-  EXPECT_GT(report->epochs.back().test_accuracy, 0.75);
+  EXPECT_GT(report->epochs.back().metric("test_accuracy"), before + 0.2);
+  EXPECT_GT(report->epochs.back().metric("test_accuracy"), 0.75);
   EXPECT_EQ(report->final_state.step, 64);
   EXPECT_EQ(report->final_state.epoch, 8);
 }
@@ -104,8 +103,8 @@ TEST(CheckpointTest, RestoresModelOptimizerLoaderAndDropout) {
   TrainerOptions options = Quiet(dir);
   options.epochs = 5;
   options.max_steps = 13;  // mid-epoch: loader position 5 * 32
-  Trainer<examples::Mlp> trainer(model, optimizer, loader, {},
-                                 test::TinyForward, options);
+  ClassifierTrainer<examples::Mlp> trainer(model, optimizer, loader, {},
+                                           test::TinyForward, options);
   absl::StatusOr<TrainReport> report = trainer.Run();
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->stopped_early);
@@ -132,8 +131,8 @@ TEST(CheckpointTest, FailedLoadLeavesModelAndOptimizerUnchanged) {
   data::DataLoader loader(test::TinyDataset(3), test::TinyLoaderOptions());
   TrainerOptions options = Quiet(dir);
   options.max_steps = 3;
-  Trainer<examples::Mlp> trainer(model, optimizer, loader, {},
-                                 test::TinyForward, options);
+  ClassifierTrainer<examples::Mlp> trainer(model, optimizer, loader, {},
+                                           test::TinyForward, options);
   ASSERT_TRUE(trainer.Run().ok());
   absl::StatusOr<std::string> latest = LatestCheckpointDir(dir);
   ASSERT_TRUE(latest.ok()) << latest.status();
@@ -164,8 +163,8 @@ TEST(CheckpointTest, KeepsTheTwoNewestCheckpoints) {
   data::DataLoader loader(test::TinyDataset(3), test::TinyLoaderOptions());
   TrainerOptions options = Quiet(dir);
   options.epochs = 4;  // a checkpoint after each epoch: steps 8, 16, 24, 32
-  Trainer<examples::Mlp> trainer(model, optimizer, loader, {},
-                                 test::TinyForward, options);
+  ClassifierTrainer<examples::Mlp> trainer(model, optimizer, loader, {},
+                                           test::TinyForward, options);
   ASSERT_TRUE(trainer.Run().ok());
   std::vector<std::string> names;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
@@ -187,8 +186,8 @@ TEST(TrainerTest, InterruptSavesAndResumeContinues) {
   options.on_step = [](int64_t step, double) {
     if (step == 6) RequestInterrupt();  // as Ctrl-C's handler does
   };
-  Trainer<examples::Mlp> trainer(model, optimizer, loader, {},
-                                 test::TinyForward, options);
+  ClassifierTrainer<examples::Mlp> trainer(model, optimizer, loader, {},
+                                           test::TinyForward, options);
   absl::StatusOr<TrainReport> report = trainer.Run();
   ClearInterrupt();
   ASSERT_TRUE(report.ok()) << report.status();
@@ -202,8 +201,9 @@ TEST(TrainerTest, InterruptSavesAndResumeContinues) {
                                   test::TinyLoaderOptions());
   options.on_step = nullptr;
   options.resume = true;
-  Trainer<examples::Mlp> second(resumed, resumed_optimizer, resumed_loader, {},
-                                test::TinyForward, options);
+  ClassifierTrainer<examples::Mlp> second(resumed, resumed_optimizer,
+                                          resumed_loader, {}, test::TinyForward,
+                                          options);
   absl::StatusOr<TrainReport> rest = second.Run();
   ASSERT_TRUE(rest.ok()) << rest.status();
   EXPECT_EQ(rest->resumed_from, dir + "/step-00000006");
@@ -233,8 +233,8 @@ TEST(CheckpointTest, CommittedCheckpointStillLoads) {
   // The loaded model trains on (the optimizer's state matched the params).
   data::DataLoader loader(test::TinyDataset(3), test::TinyLoaderOptions());
   ASSERT_TRUE(loader.Restore(state->loader).ok());
-  Trainer<examples::Mlp> trainer(model, optimizer, loader, {},
-                                 test::TinyForward, Quiet());
+  ClassifierTrainer<examples::Mlp> trainer(model, optimizer, loader, {},
+                                           test::TinyForward, Quiet());
   absl::StatusOr<double> loss = trainer.Step(*loader.Next());
   ASSERT_TRUE(loss.ok()) << loss.status();
   EXPECT_GT(*loss, 0);
@@ -250,8 +250,8 @@ TEST(CheckpointTest, LoadedStateStepsLikeTheOriginal) {
   data::DataLoader loader(test::TinyDataset(3), test::TinyLoaderOptions());
   TrainerOptions options = Quiet(dir);
   options.max_steps = 10;
-  Trainer<examples::Mlp> trainer(model, optimizer, loader, {},
-                                 test::TinyForward, options);
+  ClassifierTrainer<examples::Mlp> trainer(model, optimizer, loader, {},
+                                           test::TinyForward, options);
   ASSERT_TRUE(trainer.Run().ok());
 
   examples::Mlp loaded = test::TinyModel(2);

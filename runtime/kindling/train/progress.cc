@@ -55,24 +55,30 @@ std::string ProgressPrinter::StatusText(int64_t epoch, int64_t step_in_epoch,
       Duration(seconds_per_step * steps_left));
 }
 
+// Due() is whether a step's line is due now.
+bool ProgressPrinter::Due(int64_t step_in_epoch) const {
+  if (options_.quiet) return false;
+  const double since =
+      std::chrono::duration<double>(Clock::now() - last_print_).count();
+  if (options_.live) return since >= 0.1 || step_in_epoch == steps_per_epoch_;
+  return since >= options_.plain_interval_seconds;
+}
+
 void ProgressPrinter::OnStep(int64_t epoch, int64_t step_in_epoch, int64_t step,
-                             double loss, int64_t samples) {
+                             absl::FunctionRef<double()> loss,
+                             int64_t samples) {
   epoch_samples_ += samples;
   ++epoch_steps_;
-  if (options_.quiet) return;
+  if (!Due(step_in_epoch)) return;
   const Clock::time_point now = Clock::now();
-  const double since = std::chrono::duration<double>(now - last_print_).count();
-  const bool last = step_in_epoch == steps_per_epoch_;
   if (options_.live) {
-    if (since < 0.1 && !last) return;
     std::fprintf(out_, "\r\033[K%s",
-                 StatusText(epoch, step_in_epoch, step, loss).c_str());
+                 StatusText(epoch, step_in_epoch, step, loss()).c_str());
     std::fflush(out_);
     live_line_open_ = true;
   } else {
-    if (since < options_.plain_interval_seconds) return;
     std::fprintf(out_, "%s\n",
-                 StatusText(epoch, step_in_epoch, step, loss).c_str());
+                 StatusText(epoch, step_in_epoch, step, loss()).c_str());
     std::fflush(out_);
   }
   last_print_ = now;

@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/functional/function_ref.h"
+
 namespace kindling::train {
 
 struct ProgressOptions {
@@ -35,14 +37,16 @@ class ProgressPrinter {
   // StartEpoch() resets the epoch's rate clock.
   void StartEpoch();
   // OnStep() reports a finished step: `step_in_epoch` is 1-based, `step` is
-  // the run's step count so far, `samples` the batch size.
-  void OnStep(int64_t epoch, int64_t step_in_epoch, int64_t step, double loss,
-              int64_t samples);
+  // the run's step count so far, `samples` the batch size. `loss` is called
+  // only when a line is printed (reading a loss may synchronize a GPU).
+  void OnStep(int64_t epoch, int64_t step_in_epoch, int64_t step,
+              absl::FunctionRef<double()> loss, int64_t samples);
   // Line() prints a plain line (ending a live line first).
   void Line(const std::string& text);
 
  private:
   using Clock = std::chrono::steady_clock;
+  bool Due(int64_t step_in_epoch) const;
   std::string StatusText(int64_t epoch, int64_t step_in_epoch, int64_t step,
                          double loss) const;
 

@@ -1,36 +1,51 @@
-// Trainer: the classification training loop, small enough to read in one
-// sitting and to copy when a model needs something else.
+// Trainer<M, Loader>: the training loop for any model and any data set,
+// small enough to read in one sitting.
 //
-//   kindling::train::Trainer<Mlp> trainer(
-//       model, *optimizer, loader, test_set,
-//       [](const Mlp& m, const data::Batch& batch, nn::ForwardMode mode,
-//          PhiloxGenerator& dropout) { return m.Forward(batch.images); },
-//       {.epochs = 5, .out_dir = "runs/mlp", .resume = true});
-//   absl::StatusOr<TrainReport> report = trainer.Run();
+//   // A step function: one batch's loss, on the autodiff graph.
+//   auto step = [](const Regressor& m, const Pairs::Batch& batch,
+//                  kindling::train::StepContext& context) {
+//     return
+//     kindling::nn::MseLoss(m.Forward(batch.x.to_device(context.device)),
+//                                  batch.y.to_device(context.device));
+//   };
+//   kindling::data::DataLoader loader(pairs, {.batch_size = 32});
+//   kindling::train::Trainer trainer(model, *optimizer, loader, step,
+//                                    {.epochs = 5, .out_dir = "runs/reg"});
+//   absl::StatusOr<kindling::train::TrainReport> report = trainer.Run();
 //
-// Each step: forward in training mode, cross-entropy, Backward(), one
-// optimizer step (its schedule gives the learning rate). Each epoch ends with
-// the test accuracy (under NoGradGuard, in inference mode) and a training
-// checkpoint (checkpoint.h) holding the model, the optimizer, the step and
-// epoch counters, the loader's position (data order) and the dropout
+// Each step: the step function's loss (forward in training mode), Backward(),
+// one optimizer step (its schedule gives the learning rate). Each epoch ends
+// with the evaluation function, if one was given (under NoGradGuard), and a
+// training checkpoint (checkpoint.h) holding the model, the optimizer, the
+// step and epoch counters, the loader's position (data order) and the random
 // generator's position, so `resume` continues bit for bit as if the run had
 // never stopped (same seeds and thread count). Ctrl-C (interrupt.h) and
 // `max_steps` stop between two steps, after saving a checkpoint.
 //
-// Progress: progress.h (a live line on a terminal, plain lines otherwise).
+// The loss is summed on the model's device as the epoch runs and read back
+// only when progress is printed and at the epoch's end, so a GPU is not
+// synchronized every step (an `on_step` callback, which sees every loss,
+// does synchronize).
 //
-// Devices: the model may live on any one device (ToDevice(model, cuda:0)):
-// each batch is moved there before its step, and each test batch before its
-// evaluation; the optimizer's state follows the parameters.
+// Image classification is one use of it: classifier.h gives a ready
+// ClassifierTrainer (cross-entropy, test-set accuracy).
+//
+// Progress: progress.h (a live line on a terminal, plain lines otherwise).
+// Devices: the model may live on any one device (ToDevice(model, cuda:0));
+// the context names it, and the step function moves its batch there.
 #ifndef KINDLING_TRAIN_TRAINER_H_
 #define KINDLING_TRAIN_TRAINER_H_
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -39,16 +54,13 @@
 #include "absl/strings/str_format.h"
 #include "kindling/autodiff/backward.h"
 #include "kindling/core/status_macros.h"
-#include "kindling/data/data_loader.h"
-#include "kindling/data/image_dataset.h"
+#include "kindling/data/loader_state.h"
 #include "kindling/module/module_traits.h"
 #include "kindling/nn/forward_mode.h"
-#include "kindling/nn/loss.h"
 #include "kindling/optim/optimizer.h"
 #include "kindling/tensor/grad_mode.h"
 #include "kindling/tensor/philox_generator.h"
 #include "kindling/tensor/tensor.h"
-#include "kindling/train/accuracy.h"
 #include "kindling/train/batch_device.h"
 #include "kindling/train/checkpoint.h"
 #include "kindling/train/interrupt.h"
@@ -65,23 +77,52 @@ struct TrainerOptions {
   std::string out_dir{};
   // resume: continue from out_dir's latest checkpoint when there is one.
   bool resume = false;
-  // dropout_seed seeds the Philox generator dropout draws from.
+  // dropout_seed seeds the Philox generator the step function draws from
+  // (StepContext::rng: dropout and any other randomness of a step).
   uint64_t dropout_seed = 0;
+  // eval_batch_size and label_smoothing are the image classification
+  // adapter's (classifier.h): its test batches, and its cross-entropy's
+  // smoothing (PyTorch's meaning).
   int64_t eval_batch_size = 1000;
-  // label_smoothing of the cross-entropy (PyTorch's meaning).
   double label_smoothing = 0;
   ProgressOptions progress{};
-  // on_step, when set, sees every step's loss (the run's step number, from 1).
+  // on_step, when set, sees every step's loss (the run's step number, from
+  // 1). It reads the loss back to the host every step.
   std::function<void(int64_t step, double loss)> on_step = nullptr;
 };
+
+// StepContext: what a step function gets besides the model and the batch.
+// New members may be added; a step function that ignores them keeps
+// compiling.
+struct StepContext {
+  // mode: kTraining in Run() and Step().
+  nn::ForwardMode mode = nn::ForwardMode::kTraining;
+  // rng: the run's generator (dropout), saved in checkpoints.
+  PhiloxGenerator& rng;
+  // step: the optimizer step this batch makes, from 1.
+  int64_t step = 0;
+  // device: where the model lives; move the batch there.
+  Device device = Device::Cpu();
+};
+
+// Metrics: named figures of an evaluation, in the order they print.
+using Metrics = std::vector<std::pair<std::string, double>>;
 
 // EpochReport: one finished epoch.
 struct EpochReport {
   int64_t epoch = 0;      // 0-based
   double train_loss = 0;  // mean over the epoch's steps run in this process
-  double test_accuracy = 0;
-  double seconds = 0;  // training time, evaluation excluded
+  Metrics metrics;        // the evaluation function's, if any
+  double seconds = 0;     // training time, evaluation excluded
   double samples_per_second = 0;
+
+  // metric() is the metric called `name`, or NaN when there is none.
+  double metric(std::string_view name) const {
+    for (const auto& [key, value] : metrics) {
+      if (key == name) return value;
+    }
+    return std::numeric_limits<double>::quiet_NaN();
+  }
 };
 
 // TrainReport: what Run() did in this process.
@@ -101,65 +142,59 @@ struct TrainReport {
   }
 };
 
-// EvaluateAccuracy() is the fraction of `test_set` whose argmax logit is the
-// label, in inference mode under NoGradGuard (no graph is recorded), in
-// batches of `batch_size`. `forward` is a Trainer's ForwardFn.
-template <Module M, class ForwardFn>
-double EvaluateAccuracy(const M& model, const data::ImageDataset& test_set,
-                        const ForwardFn& forward, int64_t batch_size = 1000) {
-  const int64_t n = test_set.labels.dim(0);
-  NoGradGuard no_grad;
-  PhiloxGenerator unused(0);  // inference draws nothing
-  // Batches go to the model's device; a model spread over several devices
-  // gets them where they are (its forward decides).
-  const absl::StatusOr<Device> device = ModelDevice(model);
-  int64_t correct = 0;
-  for (int64_t begin = 0; begin < n; begin += batch_size) {
-    const int64_t size = std::min(batch_size, n - begin);
-    data::Batch batch{.images = test_set.images.narrow(0, begin, size),
-                      .labels = test_set.labels.narrow(0, begin, size),
-                      .channels = test_set.channels,
-                      .rows = test_set.rows,
-                      .cols = test_set.cols};
-    if (device.ok()) batch = BatchOnDevice(batch, *device);
-    correct +=
-        CountCorrect(forward(model, batch, nn::ForwardMode::kInference, unused),
-                     batch.labels);
-  }
-  return n > 0 ? static_cast<double>(correct) / n : 0;
-}
+// BatchLoader: what the Trainer needs of a loader (data::DataLoader<D> is
+// one): batches in epochs, a resumable position, and a count of samples per
+// batch (SamplesOf).
+template <class L>
+concept BatchLoader = requires(L& loader, const L& const_loader,
+                               const data::LoaderState& state) {
+  typename L::BatchType;
+  { loader.Next() } -> std::same_as<std::optional<typename L::BatchType>>;
+  { const_loader.state() } -> std::same_as<data::LoaderState>;
+  { loader.Restore(state) } -> std::same_as<absl::Status>;
+  { const_loader.batches_per_epoch() } -> std::convertible_to<int64_t>;
+  { const_loader.batch_index() } -> std::convertible_to<int64_t>;
+};
 
-template <Module M>
+template <Module M, BatchLoader Loader>
 class Trainer {
  public:
-  // ForwardFn gives a batch's logits [B, classes].
-  using ForwardFn =
-      std::function<Tensor<2>(const M& model, const data::Batch& batch,
-                              nn::ForwardMode mode, PhiloxGenerator& dropout)>;
+  using BatchType = typename Loader::BatchType;
+  // StepFn: one batch's scalar loss, computed on the autodiff graph.
+  using StepFn = std::function<Tensor<0>(const M& model, const BatchType& batch,
+                                         StepContext& context)>;
+  // EvalFn: the model's metrics, called in inference mode under
+  // NoGradGuard at each epoch's end; may be empty.
+  using EvalFn = std::function<Metrics(const M& model)>;
 
-  // The trainer keeps references to model, optimizer and loader, and a
-  // handle to the test set (a null images tensor skips evaluation).
-  Trainer(M& model, Optimizer& optimizer, data::DataLoader& loader,
-          data::ImageDataset test_set, ForwardFn forward,
-          TrainerOptions options)
+  // The trainer keeps references to model, optimizer and loader.
+  Trainer(M& model, Optimizer& optimizer, Loader& loader, StepFn step,
+          TrainerOptions options, EvalFn evaluate = nullptr)
       : model_(model),
         optimizer_(optimizer),
         loader_(loader),
-        test_set_(std::move(test_set)),
-        forward_(std::move(forward)),
+        step_(std::move(step)),
+        evaluate_(std::move(evaluate)),
         options_(std::move(options)),
-        dropout_(options_.dropout_seed) {}
+        rng_(options_.dropout_seed) {}
 
   // Run() trains until `epochs` are done (or max_steps / Ctrl-C).
   [[nodiscard]] absl::StatusOr<TrainReport> Run();
 
-  // Step() trains on one batch and returns its loss. The batch is moved to
-  // the model's device first (batch_device.h); InvalidArgument when the
-  // model is spread over several devices.
-  [[nodiscard]] absl::StatusOr<double> Step(const data::Batch& batch);
+  // Step() trains on one batch and returns its loss (read back to the
+  // host). InvalidArgument when the model is spread over several devices.
+  [[nodiscard]] absl::StatusOr<double> Step(const BatchType& batch) {
+    absl::StatusOr<Tensor<0>> loss = StepOnDevice(batch);
+    if (!loss.ok()) return loss.status();
+    return static_cast<double>(loss->template item<float>());
+  }
 
-  // Evaluate() is the test set accuracy, in inference mode, without a graph.
-  double Evaluate() const;
+  // Evaluate() is the evaluation function's metrics (empty without one).
+  Metrics Evaluate() const {
+    if (!evaluate_) return {};
+    NoGradGuard no_grad;
+    return evaluate_(model_);
+  }
 
   // options() may be changed between two Run()s (e.g. a larger max_steps).
   TrainerOptions& options() { return options_; }
@@ -169,7 +204,7 @@ class Trainer {
     return TrainState{.epoch = loader_.state().epoch,
                       .step = optimizer_.step_count(),
                       .loader = loader_.state(),
-                      .dropout = dropout_.state()};
+                      .dropout = rng_.state()};
   }
 
   // Save() writes a training checkpoint of state() to out_dir.
@@ -179,11 +214,19 @@ class Trainer {
   }
 
   // Resume() restores out_dir's latest checkpoint into model, optimizer,
-  // loader and dropout generator; returns its directory (NotFound if none).
+  // loader and random generator; returns its directory (NotFound if none).
   [[nodiscard]] absl::StatusOr<std::string> Resume();
+
+ protected:
+  M& model() const { return model_; }
 
  private:
   using Clock = std::chrono::steady_clock;
+
+  // StepOnDevice() runs one step and returns the loss, still on the device
+  // (detached from the graph).
+  absl::StatusOr<Tensor<0>> StepOnDevice(const BatchType& batch);
+  absl::StatusOr<bool> RunEpoch(TrainReport& report, ProgressPrinter& progress);
   bool ShouldStop() const {
     return InterruptRequested() ||
            (options_.max_steps > 0 &&
@@ -195,47 +238,130 @@ class Trainer {
 
   M& model_;
   Optimizer& optimizer_;
-  data::DataLoader& loader_;
-  data::ImageDataset test_set_;
-  ForwardFn forward_;
+  Loader& loader_;
+  StepFn step_;
+  EvalFn evaluate_;
   TrainerOptions options_;
-  PhiloxGenerator dropout_;
+  PhiloxGenerator rng_;
 };
 
-template <Module M>
-absl::StatusOr<double> Trainer<M>::Step(const data::Batch& host_batch) {
+// Deduces Trainer<M, Loader> from the model and the loader, whatever the
+// step and evaluation functions are (lambdas convert to StepFn / EvalFn):
+//   kindling::train::Trainer trainer(model, optimizer, loader, step, {...});
+template <Module M, BatchLoader Loader, class Step>
+Trainer(M&, Optimizer&, Loader&, Step, TrainerOptions) -> Trainer<M, Loader>;
+template <Module M, BatchLoader Loader, class Step, class Eval>
+Trainer(M&, Optimizer&, Loader&, Step, TrainerOptions, Eval)
+    -> Trainer<M, Loader>;
+
+// SamplesOf() is how many samples a batch holds: its size() when it has
+// one, else 1.
+template <class B>
+int64_t SamplesOf(const B& batch) {
+  if constexpr (requires { batch.size(); }) {
+    return static_cast<int64_t>(batch.size());
+  } else {
+    return 1;
+  }
+}
+
+template <Module M, BatchLoader Loader>
+absl::StatusOr<Tensor<0>> Trainer<M, Loader>::StepOnDevice(
+    const BatchType& batch) {
   const absl::StatusOr<Device> device = ModelDevice(model_);
   if (!device.ok()) return device.status();
-  const data::Batch batch = BatchOnDevice(host_batch, *device);
-  const Tensor<2> logits =
-      forward_(model_, batch, nn::ForwardMode::kTraining, dropout_);
-  const Tensor<0> loss =
-      nn::CrossEntropy(logits, batch.labels, options_.label_smoothing);
+  StepContext context{.mode = nn::ForwardMode::kTraining,
+                      .rng = rng_,
+                      .step = optimizer_.step_count() + 1,
+                      .device = *device};
+  const Tensor<0> loss = step_(model_, batch, context);
   const Gradients grads = Backward(loss);
   KINDLING_RETURN_IF_ERROR(optimizer_.Step(model_, grads));
-  return static_cast<double>(loss.item<float>());
+  return loss.detach();
 }
 
-template <Module M>
-double Trainer<M>::Evaluate() const {
-  return EvaluateAccuracy(model_, test_set_, forward_,
-                          options_.eval_batch_size);
-}
-
-template <Module M>
-absl::StatusOr<std::string> Trainer<M>::Resume() {
+template <Module M, BatchLoader Loader>
+absl::StatusOr<std::string> Trainer<M, Loader>::Resume() {
   absl::StatusOr<std::string> dir = LatestCheckpointDir(options_.out_dir);
   if (!dir.ok()) return dir.status();
   absl::StatusOr<TrainState> state =
       LoadTrainingCheckpoint(*dir, model_, optimizer_);
   if (!state.ok()) return state.status();
   KINDLING_RETURN_IF_ERROR(loader_.Restore(state->loader));
-  dropout_.set_state(state->dropout);
+  rng_.set_state(state->dropout);
   return *dir;
 }
 
-template <Module M>
-absl::StatusOr<TrainReport> Trainer<M>::Run() {
+// RunEpoch() trains the loader's current epoch until it ends (true) or the
+// run must stop (false, checkpoint saved).
+template <Module M, BatchLoader Loader>
+absl::StatusOr<bool> Trainer<M, Loader>::RunEpoch(TrainReport& report,
+                                                  ProgressPrinter& progress) {
+  const int64_t epoch = loader_.state().epoch;
+  progress.StartEpoch();
+  std::optional<Tensor<0>> loss_sum;  // on the model's device
+  int64_t steps = 0;
+  int64_t samples = 0;
+  const Clock::time_point start = Clock::now();
+  bool stop = ShouldStop();
+  while (!stop) {
+    std::optional<BatchType> batch = loader_.Next();
+    if (!batch.has_value()) break;
+    absl::StatusOr<Tensor<0>> loss = StepOnDevice(*batch);
+    if (!loss.ok()) return loss.status();
+    {
+      NoGradGuard no_grad;
+      loss_sum = loss_sum.has_value() ? *loss_sum + *loss : *loss;
+    }
+    ++steps;
+    const int64_t batch_samples = SamplesOf(*batch);
+    samples += batch_samples;
+    const int64_t step_in_epoch = loader_.batch_index() + 1;
+    if (options_.on_step) {
+      options_.on_step(optimizer_.step_count(), loss->template item<float>());
+    }
+    // The running mean is read back only when a line is printed.
+    progress.OnStep(
+        epoch, step_in_epoch, optimizer_.step_count(),
+        [&] { return loss_sum->template item<float>() / steps; },
+        batch_samples);
+    stop = ShouldStop();
+  }
+  const double seconds =
+      std::chrono::duration<double>(Clock::now() - start).count();
+  report.steps += steps;
+  report.samples += samples;
+  report.train_seconds += seconds;
+  if (stop) {
+    report.stopped_early = true;
+    KINDLING_RETURN_IF_ERROR(SaveIfConfigured());
+    progress.Line(absl::StrFormat(
+        "stopped at epoch %d, step %d%s", epoch + 1, optimizer_.step_count(),
+        options_.out_dir.empty() ? ""
+                                 : "; checkpoint saved, --resume continues"));
+    return false;
+  }
+  EpochReport epoch_report{
+      .epoch = epoch,
+      .train_loss = steps > 0 ? loss_sum->template item<float>() / steps : 0.0,
+      .metrics = Evaluate(),
+      .seconds = seconds,
+      .samples_per_second = seconds > 0 ? samples / seconds : 0};
+  report.epochs.push_back(epoch_report);
+  KINDLING_RETURN_IF_ERROR(SaveIfConfigured());
+  std::string line = absl::StrFormat("epoch %d/%d: train loss %.4f", epoch + 1,
+                                     options_.epochs, epoch_report.train_loss);
+  for (const auto& [name, value] : epoch_report.metrics) {
+    absl::StrAppendFormat(&line, ", %s %.4f", name, value);
+  }
+  absl::StrAppendFormat(&line, ", %.1f s, %.0f samples/s", seconds,
+                        epoch_report.samples_per_second);
+  progress.Line(line);
+  return true;
+}
+
+template <Module M, BatchLoader Loader>
+absl::StatusOr<TrainReport> Trainer<M, Loader>::Run() {
   TrainReport report;
   if (options_.resume && !options_.out_dir.empty()) {
     absl::StatusOr<std::string> resumed = Resume();
@@ -258,53 +384,9 @@ absl::StatusOr<TrainReport> Trainer<M>::Run() {
                                   state().step));
   }
   while (loader_.state().epoch < options_.epochs) {
-    const int64_t epoch = loader_.state().epoch;
-    progress.StartEpoch();
-    double loss_sum = 0;
-    int64_t steps = 0;
-    int64_t samples = 0;
-    const Clock::time_point start = Clock::now();
-    bool stop = ShouldStop();
-    while (!stop) {
-      std::optional<data::Batch> batch = loader_.Next();
-      if (!batch.has_value()) break;
-      absl::StatusOr<double> loss = Step(*batch);
-      if (!loss.ok()) return loss.status();
-      loss_sum += *loss;
-      ++steps;
-      samples += batch->size();
-      if (options_.on_step) options_.on_step(optimizer_.step_count(), *loss);
-      progress.OnStep(epoch, batch->index + 1, optimizer_.step_count(), *loss,
-                      batch->size());
-      stop = ShouldStop();
-    }
-    const double seconds =
-        std::chrono::duration<double>(Clock::now() - start).count();
-    report.steps += steps;
-    report.samples += samples;
-    report.train_seconds += seconds;
-    if (stop) {
-      report.stopped_early = true;
-      KINDLING_RETURN_IF_ERROR(SaveIfConfigured());
-      progress.Line(absl::StrFormat(
-          "stopped at epoch %d, step %d%s", epoch + 1, optimizer_.step_count(),
-          options_.out_dir.empty() ? ""
-                                   : "; checkpoint saved, --resume continues"));
-      break;
-    }
-    EpochReport epoch_report{
-        .epoch = epoch,
-        .train_loss = steps > 0 ? loss_sum / steps : 0,
-        .test_accuracy = test_set_.images.defined() ? Evaluate() : 0,
-        .seconds = seconds,
-        .samples_per_second = seconds > 0 ? samples / seconds : 0};
-    report.epochs.push_back(epoch_report);
-    KINDLING_RETURN_IF_ERROR(SaveIfConfigured());
-    progress.Line(absl::StrFormat(
-        "epoch %d/%d: train loss %.4f, test accuracy %.4f, %.1f s, %.0f "
-        "samples/s",
-        epoch + 1, options_.epochs, epoch_report.train_loss,
-        epoch_report.test_accuracy, seconds, epoch_report.samples_per_second));
+    absl::StatusOr<bool> finished = RunEpoch(report, progress);
+    if (!finished.ok()) return finished.status();
+    if (!*finished) break;
   }
   report.final_state = state();
   return report;

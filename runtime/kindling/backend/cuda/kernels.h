@@ -116,7 +116,7 @@ void DropoutKernel(cudaStream_t stream, const TensorBase& out,
                    const TensorBase& in, double prob, uint64_t seed,
                    uint64_t offset);
 
-// optimizer.cu
+// clip.cu
 double AbsPowerSumKernel(cudaStream_t stream, const TensorBase& in, double p);
 void ScaleClampKernel(cudaStream_t stream, const TensorBase& inout,
                       double scale, double max_abs);
