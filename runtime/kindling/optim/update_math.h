@@ -18,6 +18,7 @@
 #define KINDLING_OPTIM_UPDATE_MATH_H_
 
 #include <cmath>
+#include <cstdint>
 
 #include "kindling/optim/fused_steps.h"
 #include "kindling/tensor/element_math.h"  // KINDLING_HOST_DEVICE
@@ -40,6 +41,14 @@ void SelectFlags(bool a, bool b, bool c, F&& f) {
       : with_c.template operator()<false, false>();
   }
 }
+
+// Exact: the `round` of state stored in its compute type.
+struct Exact {
+  template <class C>
+  KINDLING_HOST_DEVICE C operator()(C x) const {
+    return x;
+  }
+};
 
 // --- SGD ---------------------------------------------------------------------
 
@@ -166,6 +175,22 @@ KINDLING_HOST_DEVICE inline C RmsProp(const RmsPropConstants<C>& s, C p, C g,
   }
 }
 
+// RmsPropAt() is RmsProp() on element i of f32 or f64 arrays (state stored
+// in the compute type, so no rounding); `buffer` and `grad_avg` may be null
+// when their flag is off.
+template <bool kDecay, bool kCentered, bool kMomentum, class T>
+KINDLING_HOST_DEVICE inline void RmsPropAt(const RmsPropConstants<T>& s,
+                                           int64_t i, T* param, const T* grad,
+                                           T* square_avg, T* buffer,
+                                           T* grad_avg) {
+  T b = kMomentum ? buffer[i] : T{0};
+  T ga = kCentered ? grad_avg[i] : T{0};
+  param[i] = RmsProp<kDecay, kCentered, kMomentum>(
+      s, param[i], grad[i], square_avg[i], b, ga, Exact{});
+  if constexpr (kMomentum) buffer[i] = b;
+  if constexpr (kCentered) grad_avg[i] = ga;
+}
+
 // --- Lion --------------------------------------------------------------------
 
 template <class C>
@@ -196,14 +221,6 @@ KINDLING_HOST_DEVICE inline C Lion(const LionConstants<C>& s, C p, C g,
   exp_avg = round(exp_avg * s.beta2 + g * s.one_minus_beta2);
   return p * s.decay + sign * s.neg_lr;
 }
-
-// Exact: the `round` of state stored in its compute type.
-struct Exact {
-  template <class C>
-  KINDLING_HOST_DEVICE C operator()(C x) const {
-    return x;
-  }
-};
 
 }  // namespace kindling::update_math
 

@@ -21,12 +21,8 @@ void RmsPropRange(const update_math::RmsPropConstants<T>& s,
                   T* __restrict square_avg, T* __restrict buffer,
                   T* __restrict grad_avg, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) {
-    T b = kMomentum ? buffer[i] : T{0};
-    T ga = kCentered ? grad_avg[i] : T{0};
-    param[i] = update_math::RmsProp<kDecay, kCentered, kMomentum>(
-        s, param[i], grad[i], square_avg[i], b, ga, update_math::Exact{});
-    if constexpr (kMomentum) buffer[i] = b;
-    if constexpr (kCentered) grad_avg[i] = ga;
+    update_math::RmsPropAt<kDecay, kCentered, kMomentum>(
+        s, i, param, grad, square_avg, buffer, grad_avg);
   }
 }
 

@@ -142,12 +142,8 @@ struct RmsPropOp {
   T* buffer;
   T* grad_avg;
   __device__ void operator()(int64_t i) const {
-    T b = kMomentum ? buffer[i] : T{0};
-    T ga = kCentered ? grad_avg[i] : T{0};
-    param[i] = update_math::RmsProp<kDecay, kCentered, kMomentum>(
-        s, param[i], grad[i], square_avg[i], b, ga, update_math::Exact{});
-    if constexpr (kMomentum) buffer[i] = b;
-    if constexpr (kCentered) grad_avg[i] = ga;
+    update_math::RmsPropAt<kDecay, kCentered, kMomentum>(
+        s, i, param, grad, square_avg, buffer, grad_avg);
   }
 };
 
