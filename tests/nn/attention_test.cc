@@ -1,0 +1,215 @@
+// MultiHeadAttention, RmsNorm and the positional encodings against Debian's
+// PyTorch 1.13 on the same weights and inputs
+// (make_torch_attention_reference.py wrote testdata/), against finite
+// differences in f64, and on bad input.
+#include "kindling/nn/attention.h"
+
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kindling/autodiff/backward.h"
+#include "kindling/io/module_file.h"
+#include "kindling/io/tensor_file.h"
+#include "kindling/nn/attention.kindling.h"
+#include "kindling/nn/positional.kindling.h"
+#include "kindling/nn/rms_norm.kindling.h"
+#include "kindling/tensor/philox_generator.h"
+#include "kindling/tensor/tensor.h"
+#include "tests/autodiff/gradcheck.h"
+
+namespace kindling::nn {
+namespace {
+
+constexpr char kData[] = "tests/nn/testdata/";
+
+// AsParam() wraps a gradcheck input as a layer's parameter, keeping its leaf
+// id so that its gradient is reported where Gradcheck looks (a perturbed
+// input, which needs no grad, gets a fresh id).
+template <int D>
+Param<Tensor<D>> AsParam(const TensorBase& value) {
+  const ParamId id = value.is_require_grad() ? value.leaf_id() : ParamId::New();
+  return Param<Tensor<D>>::Initialized(id, Tensor<D>(value));
+}
+
+// Read() is tensor `key` of testdata/torch_attention_io.safetensors.
+template <int D, TensorKind K = Float>
+Tensor<D, K> Read(const std::string& key) {
+  auto file = io::TensorFile::Open(std::string(kData) +
+                                   "torch_attention_io.safetensors");
+  EXPECT_TRUE(file.ok()) << file.status();
+  const auto* info = (*file)->header().Find(key);
+  EXPECT_NE(nullptr, info) << key;
+  auto tensor = io::ReadTensor(*file, *info, K::kDefaultDType, Device::Cpu());
+  EXPECT_TRUE(tensor.ok()) << tensor.status();
+  return Tensor<D, K>(*tensor);
+}
+
+template <int D>
+void ExpectNear(const Tensor<D>& want, const Tensor<D>& got,
+                const std::string& what, double tolerance = 2e-5) {
+  ASSERT_EQ(want.shape(), got.shape()) << what;
+  const std::vector<float> w = want.template to_data<float>();
+  const std::vector<float> g = got.template to_data<float>();
+  for (size_t i = 0; i < w.size(); ++i) {
+    ASSERT_NEAR(w[i], g[i], tolerance * (1 + std::fabs(w[i])))
+        << what << " element " << i;
+  }
+}
+
+// TorchAttention() is the reference MultiheadAttention(8, 2), loaded from
+// its state_dict through the PyTorch adapter.
+MultiHeadAttention TorchAttention() {
+  MultiHeadAttention attention =
+      MultiHeadAttentionConfig{.d_model = 8, .num_heads = 2}.Init();
+  LoadOptions options;
+  options.pytorch = PyTorchAdapter{};
+  const auto report = LoadModule(
+      attention, std::string(kData) + "torch_mha.safetensors", options);
+  EXPECT_TRUE(report.ok()) << report.status();
+  return attention;
+}
+
+TEST(MultiHeadAttentionTest, CausalSelfAttentionWithPaddingMatchesTorch) {
+  const MultiHeadAttention attention = TorchAttention();
+  const Tensor<3> x = Read<3>("self.x").set_require_grad(true);
+  const Tensor<3> y = attention.Forward(
+      x, {.causal = true, .key_padding_mask = Read<2, Bool>("self.padding")});
+  ExpectNear(Read<3>("self.y"), y, "output");
+  const Gradients grads = Backward((y * Read<3>("self.r")).sum());
+  ExpectNear(Read<3>("self.grad.x"), *grads.Get(x), "grad x");
+  ExpectNear(Read<2>("self.grad.in_proj_weight"),
+             *grads.Get(attention.in_proj_weight), "grad in_proj_weight");
+  ExpectNear(Read<1>("self.grad.in_proj_bias"),
+             *grads.Get(attention.in_proj_bias), "grad in_proj_bias");
+  // Kindling's Linear keeps [in, out]: torch's out_proj.weight transposed.
+  ExpectNear(Read<2>("self.grad.out_proj.weight").t().contiguous(),
+             grads.Get(attention.out_proj.weight)->contiguous(),
+             "grad out_proj.weight");
+  ExpectNear(Read<1>("self.grad.out_proj.bias"),
+             *grads.Get(*attention.out_proj.bias), "grad out_proj.bias");
+}
+
+TEST(MultiHeadAttentionTest, CrossAttentionMatchesTorch) {
+  const MultiHeadAttention attention = TorchAttention();
+  const Tensor<3> q = Read<3>("cross.q").set_require_grad(true);
+  const Tensor<3> k = Read<3>("cross.k").set_require_grad(true);
+  const Tensor<3> v = Read<3>("cross.v").set_require_grad(true);
+  const Tensor<3> y = attention.Forward(q, k, v);
+  ExpectNear(Read<3>("cross.y"), y, "output");
+  const Gradients grads = Backward((y * Read<3>("cross.r")).sum());
+  ExpectNear(Read<3>("cross.grad.q"), *grads.Get(q), "grad q");
+  ExpectNear(Read<3>("cross.grad.k"), *grads.Get(k), "grad k");
+  ExpectNear(Read<3>("cross.grad.v"), *grads.Get(v), "grad v");
+}
+
+TEST(MultiHeadAttentionTest, GradientsMatchFiniteDifferences) {
+  Generator generator(4);
+  using testing::RandomLeaf;
+  const std::vector<TensorBase> inputs = {
+      RandomLeaf({2, 4, 6}, generator),  // x
+      RandomLeaf({18, 6}, generator),    // in_proj_weight
+      RandomLeaf({18}, generator),       // in_proj_bias
+      RandomLeaf({6, 6}, generator),     // out_proj weight [in, out]
+      RandomLeaf({6}, generator)};       // out_proj bias
+  std::vector<uint8_t> padding = {0, 0, 0, 0, 0, 0, 1, 0};
+  const Tensor<2, Bool> mask =
+      Tensor<2, Int>::FromData(
+          std::vector<int64_t>(padding.begin(), padding.end()), {2, 4})
+          .not_equal(0);
+  EXPECT_TRUE(testing::Gradcheck(
+      [&](std::span<const TensorBase> in) {
+        MultiHeadAttention attention{
+            AsParam<2>(in[1]), AsParam<1>(in[2]),
+            Linear{AsParam<2>(in[3]), AsParam<1>(in[4])},
+            /*num_heads=*/3, /*dropout=*/0};
+        return attention
+            .Forward(Tensor<3>(in[0]),
+                     {.causal = true, .key_padding_mask = mask})
+            .base();
+      },
+      inputs));
+}
+
+TEST(MultiHeadAttentionTest, DropoutDrawsFromTheGivenGenerator) {
+  MultiHeadAttention attention =
+      MultiHeadAttentionConfig{.d_model = 8, .num_heads = 2, .dropout = 0.5}
+          .Init();
+  const Tensor<3> x = Read<3>("self.x");
+  PhiloxGenerator first(9), second(9);
+  const Tensor<3> a =
+      attention.Forward(x, {.mode = ForwardMode::kTraining, .rng = &first});
+  const Tensor<3> b =
+      attention.Forward(x, {.mode = ForwardMode::kTraining, .rng = &second});
+  const Tensor<3> inference = attention.Forward(x);
+  EXPECT_EQ(a.to_data<float>(), b.to_data<float>());
+  EXPECT_NE(a.to_data<float>(), inference.to_data<float>());
+  EXPECT_EQ(first.state().offset, second.state().offset);
+  EXPECT_GT(first.state().offset, 0u);
+}
+
+TEST(MultiHeadAttentionDeathTest, BadShapesAreNamed) {
+  const MultiHeadAttention attention = TorchAttention();
+  const Tensor<3> x = Tensor<3>::Zeros({2, 5, 8});
+  EXPECT_DEATH(attention.Forward(Tensor<3>::Zeros({2, 5, 6})),
+               "MultiHeadAttention\\(E=8\\): query \\[2, 5, 6\\]");
+  EXPECT_DEATH(attention.Forward(
+                   x, {.key_padding_mask = Tensor<2, Bool>::Zeros({2, 4})}),
+               "key_padding_mask \\[2, 4\\], but the keys are \\[B=2, S=5\\]");
+  EXPECT_DEATH((MultiHeadAttentionConfig{.d_model = 8, .num_heads = 3}.Init()),
+               "d_model 8 is not a multiple of num_heads 3");
+  MultiHeadAttention dropping =
+      MultiHeadAttentionConfig{.d_model = 8, .num_heads = 2, .dropout = 0.1}
+          .Init();
+  EXPECT_DEATH(dropping.Forward(x, {.mode = ForwardMode::kTraining}),
+               "needs AttentionOptions::rng");
+}
+
+TEST(RmsNormTest, MatchesTorchAndFiniteDifferences) {
+  RmsNorm norm{Param<Tensor<1>>::Initialized(
+      ParamId::New(), Read<1>("rms.weight").set_require_grad(true))};
+  const Tensor<2> x = Read<2>("rms.x").set_require_grad(true);
+  const Tensor<2> y = norm.Forward(x);
+  ExpectNear(Read<2>("rms.y"), y, "output");
+  const Gradients grads = Backward((y * Read<2>("rms.r")).sum());
+  ExpectNear(Read<2>("rms.grad.x"), *grads.Get(x), "grad x");
+  ExpectNear(Read<1>("rms.grad.weight"), *grads.Get(norm.weight),
+             "grad weight");
+
+  Generator generator(2);
+  EXPECT_TRUE(testing::Gradcheck(
+      [](std::span<const TensorBase> in) {
+        RmsNorm f64{AsParam<1>(in[1])};
+        return f64.Forward(Tensor<3>(in[0])).base();
+      },
+      {testing::RandomLeaf({2, 3, 5}, generator),
+       testing::RandomLeaf({5}, generator)}));
+}
+
+TEST(RmsNormDeathTest, WrongFeatureCountIsNamed) {
+  const RmsNorm norm = RmsNormConfig{6}.Init();
+  EXPECT_DEATH(norm.Forward(Tensor<2>::Zeros({3, 5})),
+               "RmsNorm: input \\[3, 5\\] has 5 features, the layer 6");
+}
+
+TEST(PositionsTest, SinusoidalMatchesTheReference) {
+  ExpectNear(Read<2>("sinusoidal"), SinusoidalPositions(7, 6), "table", 1e-6);
+}
+
+TEST(PositionsTest, LearnedTableGivesItsFirstRows) {
+  const PositionalEmbedding positions =
+      PositionalEmbeddingConfig{.max_length = 16, .d_model = 4}.Init();
+  const Tensor<2> rows = positions.Forward(5);
+  EXPECT_EQ((Shape{5, 4}), rows.shape());
+  EXPECT_EQ(positions.weight->narrow(0, 0, 5).to_data<float>(),
+            rows.to_data<float>());
+  EXPECT_DEATH(positions.Forward(17),
+               "a sequence of 17 positions, but the table holds 16");
+  EXPECT_DEATH(SinusoidalPositions(4, 5), "d_model must be even");
+}
+
+}  // namespace
+}  // namespace kindling::nn

@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""Writes the reference of Kindling's attention, RMSNorm and sinusoidal
+positions tests (tests/nn/attention_test.cc) from Debian's PyTorch 1.13.
+
+Run once, from the repository root:
+
+    /usr/bin/python3 tests/nn/make_torch_attention_reference.py
+
+It writes tests/nn/testdata/torch_mha.safetensors, the state_dict of a
+torch.nn.MultiheadAttention(8, 2, batch_first=True) (PyTorch's keys and
+layouts), and tests/nn/testdata/torch_attention_io.safetensors with, per case,
+the inputs, the output and the gradients of sum(output * r) for a random r:
+  self.*   self-attention over x [2, 5, 8], causal and with a key padding mask
+  cross.*  attention of q [2, 3, 8] over k, v [2, 4, 8], no mask
+  rms.*    RMSNorm of x [3, 6] (written out: torch 1.13 has no nn.RMSNorm)
+The files are small and checked in; the test reads them without PyTorch.
+"""
+import math
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "data"))
+from make_torch_checkpoints import save_safetensors  # noqa: E402
+
+OUT = os.path.join(HERE, "testdata")
+
+
+def grads_of(output, r, tensors):
+    """The gradients of sum(output * r) with respect to `tensors`."""
+    return torch.autograd.grad((output * r).sum(), tensors)
+
+
+def main():
+    torch.manual_seed(20)
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    # Non-zero biases, so a wrong bias layout shows.
+    with torch.no_grad():
+        mha.in_proj_bias.uniform_(-0.5, 0.5)
+        mha.out_proj.bias.uniform_(-0.5, 0.5)
+    mha.eval()
+    save_safetensors(dict(mha.state_dict()),
+                     os.path.join(OUT, "torch_mha.safetensors"), {"format": "pt"})
+    params = [mha.in_proj_weight, mha.in_proj_bias, mha.out_proj.weight,
+              mha.out_proj.bias]
+    names = ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
+    io = {}
+
+    # Self-attention, causal, batch 1's last two keys padding.
+    x = torch.randn(2, 5, 8, requires_grad=True)
+    causal = torch.triu(torch.ones(5, 5, dtype=torch.bool), diagonal=1)
+    padding = torch.zeros(2, 5, dtype=torch.bool)
+    padding[1, 3:] = True
+    y, _ = mha(x, x, x, attn_mask=causal, key_padding_mask=padding,
+               need_weights=False)
+    r = torch.randn_like(y)
+    grads = grads_of(y, r, [x] + params)
+    io.update({"self.x": x, "self.padding": padding, "self.r": r, "self.y": y,
+               "self.grad.x": grads[0]})
+    io.update({f"self.grad.{n}": g for n, g in zip(names, grads[1:])})
+
+    # Cross-attention, no mask.
+    q = torch.randn(2, 3, 8, requires_grad=True)
+    k = torch.randn(2, 4, 8, requires_grad=True)
+    v = torch.randn(2, 4, 8, requires_grad=True)
+    y, _ = mha(q, k, v, need_weights=False)
+    r = torch.randn_like(y)
+    grads = grads_of(y, r, [q, k, v])
+    io.update({"cross.q": q, "cross.k": k, "cross.v": v, "cross.r": r,
+               "cross.y": y, "cross.grad.q": grads[0], "cross.grad.k": grads[1],
+               "cross.grad.v": grads[2]})
+
+    # RMSNorm, as LLaMA and torch 2.4's nn.RMSNorm define it.
+    x = torch.randn(3, 6, requires_grad=True)
+    w = (torch.rand(6) + 0.5).requires_grad_(True)
+    y = x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
+    r = torch.randn_like(y)
+    gx, gw = grads_of(y, r, [x, w])
+    io.update({"rms.x": x, "rms.weight": w, "rms.r": r, "rms.y": y,
+               "rms.grad.x": gx, "rms.grad.weight": gw})
+
+    # Sinusoidal positions as "Attention Is All You Need" defines them.
+    position = torch.arange(7, dtype=torch.float64).unsqueeze(1)
+    rate = torch.pow(10000.0, torch.arange(0, 6, 2, dtype=torch.float64) / 6)
+    table = torch.zeros(7, 6, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(position / rate)
+    table[:, 1::2] = torch.cos(position / rate)
+    io["sinusoidal"] = table.float()
+
+    save_safetensors({k: t.detach() for k, t in io.items()},
+                     os.path.join(OUT, "torch_attention_io.safetensors"),
+                     {"format": "pt", "torch": torch.__version__})
+
+
+if __name__ == "__main__":
+    main()
