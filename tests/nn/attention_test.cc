@@ -1,5 +1,5 @@
-// MultiHeadAttention, RmsNorm and the positional encodings against Debian's
-// PyTorch 1.13 on the same weights and inputs
+// MultiHeadAttention, TransformerEncoderLayer, RmsNorm and the positional
+// encodings against Debian's PyTorch 1.13 on the same weights and inputs
 // (make_torch_attention_reference.py wrote testdata/), against finite
 // differences in f64, and on bad input.
 #include "kindling/nn/attention.h"
@@ -17,6 +17,7 @@
 #include "kindling/nn/attention.kindling.h"
 #include "kindling/nn/positional.kindling.h"
 #include "kindling/nn/rms_norm.kindling.h"
+#include "kindling/nn/transformer.kindling.h"
 #include "kindling/tensor/philox_generator.h"
 #include "kindling/tensor/tensor.h"
 #include "tests/autodiff/gradcheck.h"
@@ -165,6 +166,43 @@ TEST(MultiHeadAttentionDeathTest, BadShapesAreNamed) {
       MultiHeadAttentionConfig{.d_model = 8, .num_heads = 2, .dropout = 0.1}
           .Init();
   EXPECT_DEATH(dropping.Forward(x, {.mode = ForwardMode::kTraining}),
+               "needs AttentionOptions::rng");
+}
+
+TEST(TransformerEncoderLayerTest, PreNormCausalLayerMatchesTorch) {
+  TransformerEncoderLayer layer =
+      TransformerEncoderLayerConfig{
+          .d_model = 8, .num_heads = 2, .d_feedforward = 16}
+          .Init();
+  LoadOptions options;
+  options.pytorch = PyTorchAdapter{};
+  const auto report = LoadModule(
+      layer, std::string(kData) + "torch_encoder_layer.safetensors", options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const Tensor<3> x = Read<3>("layer.x").set_require_grad(true);
+  const Tensor<3> y = layer.Forward(x, {.causal = true});
+  ExpectNear(Read<3>("layer.y"), y, "output");
+  const Gradients grads = Backward((y * Read<3>("layer.r")).sum());
+  ExpectNear(Read<3>("layer.grad.x"), *grads.Get(x), "grad x");
+  ExpectNear(Read<2>("layer.grad.linear1.weight").t().contiguous(),
+             grads.Get(layer.linear1.weight)->contiguous(),
+             "grad linear1.weight");
+}
+
+TEST(TransformerEncoderLayerTest, TrainingDropoutIsReproducible) {
+  const TransformerEncoderLayer layer =
+      TransformerEncoderLayerConfig{
+          .d_model = 8, .num_heads = 2, .d_feedforward = 16, .dropout = 0.2}
+          .Init();
+  const Tensor<3> x = Read<3>("layer.x");
+  PhiloxGenerator first(3), second(3);
+  const AttentionOptions a{.mode = ForwardMode::kTraining, .rng = &first};
+  const AttentionOptions b{.mode = ForwardMode::kTraining, .rng = &second};
+  EXPECT_EQ(layer.Forward(x, a).to_data<float>(),
+            layer.Forward(x, b).to_data<float>());
+  EXPECT_NE(layer.Forward(x, a).to_data<float>(),
+            layer.Forward(x).to_data<float>());
+  EXPECT_DEATH(layer.Forward(x, {.mode = ForwardMode::kTraining}),
                "needs AttentionOptions::rng");
 }
 

@@ -13,6 +13,8 @@ the inputs, the output and the gradients of sum(output * r) for a random r:
   self.*   self-attention over x [2, 5, 8], causal and with a key padding mask
   cross.*  attention of q [2, 3, 8] over k, v [2, 4, 8], no mask
   rms.*    RMSNorm of x [3, 6] (written out: torch 1.13 has no nn.RMSNorm)
+  layer.*  a pre-norm TransformerEncoderLayer(8, 2, 16), causal, whose
+           state_dict is testdata/torch_encoder_layer.safetensors
 The files are small and checked in; the test reads them without PyTorch.
 """
 import math
@@ -80,6 +82,29 @@ def main():
     gx, gw = grads_of(y, r, [x, w])
     io.update({"rms.x": x, "rms.weight": w, "rms.r": r, "rms.y": y,
                "rms.grad.x": gx, "rms.grad.weight": gw})
+
+    # A pre-norm encoder layer (GELU written with erf: Debian's 1.13 F.gelu
+    # backward is wrong for a strided incoming gradient).
+    torch.manual_seed(21)
+    layer = torch.nn.TransformerEncoderLayer(
+        8, 2, dim_feedforward=16, dropout=0.0,
+        activation=lambda t: t * 0.5 * (1 + torch.erf(t / math.sqrt(2))),
+        batch_first=True, norm_first=True)
+    with torch.no_grad():
+        for norm in (layer.norm1, layer.norm2):
+            norm.weight.uniform_(0.5, 1.5)
+            norm.bias.uniform_(-0.5, 0.5)
+    layer.eval()
+    save_safetensors(dict(layer.state_dict()),
+                     os.path.join(OUT, "torch_encoder_layer.safetensors"),
+                     {"format": "pt"})
+    x = torch.randn(2, 5, 8, requires_grad=True)
+    causal = torch.triu(torch.ones(5, 5, dtype=torch.bool), diagonal=1)
+    y = layer(x, src_mask=causal)
+    r = torch.randn_like(y)
+    gx, gw1 = grads_of(y, r, [x, layer.linear1.weight])
+    io.update({"layer.x": x, "layer.r": r, "layer.y": y, "layer.grad.x": gx,
+               "layer.grad.linear1.weight": gw1})
 
     # Sinusoidal positions as "Attention Is All You Need" defines them.
     position = torch.arange(7, dtype=torch.float64).unsqueeze(1)
