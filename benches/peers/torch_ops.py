@@ -25,6 +25,7 @@ An unknown name is answered "<name> error unknown op" (serve mode) or exits
 with status 2 (batch mode).
 """
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -137,6 +138,31 @@ def _mlp_ops():
     return {"mlp_forward": forward, "mlp_forward_backward": forward_backward}
 
 
+def _attention_op(length):
+    """benches/attention_bench.cc's causal attention (batch 4, 4 heads of 32,
+    `length` queries and keys): forward and the gradients of its sum with
+    respect to q, k and v. torch 2.x runs its fused
+    F.scaled_dot_product_attention; 1.13, which has none, composes it."""
+    generator = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(4, 4, length, 32, generator=generator).requires_grad_()
+               for _ in range(3))
+    fused = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+    mask = torch.triu(torch.ones(length, length, dtype=torch.bool), diagonal=1)
+
+    def attention():
+        if fused is not None:
+            return fused(q, k, v, is_causal=True)
+        scores = (q @ k.transpose(2, 3)) / math.sqrt(32)
+        weights = torch.softmax(scores.masked_fill(mask, float("-inf")), 3)
+        return weights @ v
+
+    def forward_backward():
+        with torch.enable_grad():
+            return torch.autograd.grad(attention().sum(), [q, k, v])
+
+    return forward_backward
+
+
 def _fastest(optimizer_class, params, **options):
     """optimizer_class(params, **options) in the fastest implementation this
     torch has on the CPU: each of fused (torch >= 2.4 for Adam), foreach and
@@ -185,6 +211,9 @@ _LAZY = {
     "sgd_momentum_step_2x64": lambda: _optimizer_op(_sgd_momentum, 2, 64),
     "rmsprop_step_20x2048": lambda: _optimizer_op(_rmsprop, 20, 2048),
     "rmsprop_step_2x64": lambda: _optimizer_op(_rmsprop, 2, 64),
+    "attention_128": lambda: _attention_op(128),
+    "attention_512": lambda: _attention_op(512),
+    "attention_2048": lambda: _attention_op(2048),
     "mlp_forward": lambda: _mlp_ops()["mlp_forward"],
     "mlp_forward_backward": lambda: _mlp_ops()["mlp_forward_backward"],
 }

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -15,9 +17,11 @@
 #include "kindling/io/module_file.h"
 #include "kindling/io/tensor_file.h"
 #include "kindling/nn/attention.kindling.h"
+#include "kindling/nn/fused_attention.h"
 #include "kindling/nn/positional.kindling.h"
 #include "kindling/nn/rms_norm.kindling.h"
 #include "kindling/nn/transformer.kindling.h"
+#include "kindling/tensor/memory_stats.h"
 #include "kindling/tensor/philox_generator.h"
 #include "kindling/tensor/tensor.h"
 #include "tests/autodiff/gradcheck.h"
@@ -167,6 +171,125 @@ TEST(MultiHeadAttentionDeathTest, BadShapesAreNamed) {
           .Init();
   EXPECT_DEATH(dropping.Forward(x, {.mode = ForwardMode::kTraining}),
                "needs AttentionOptions::rng");
+}
+
+// --- The fused kernel against the composed ops -------------------------------
+
+struct FusedCase {
+  int64_t batch, heads, queries, keys, head_dim, value_dim;
+  bool causal, padding;
+};
+
+// Leaf() is a random [B, H, L, D] leaf of `dtype` that requires grad.
+Tensor<4> Leaf(Generator& generator, int64_t b, int64_t h, int64_t l, int64_t d,
+               DType dtype) {
+  return Tensor<4>(testing::RandomLeaf({b, h, l, d}, generator, -1, 1))
+      .to(dtype)
+      .detach()
+      .set_require_grad(true);
+}
+
+// Padding() masks the last third of batch 1's keys (batch 0 keeps all).
+AttentionOptions WithMasks(const FusedCase& c) {
+  AttentionOptions options{.causal = c.causal};
+  if (c.padding) {
+    std::vector<int64_t> mask(c.batch * c.keys, 0);
+    for (int64_t s = c.keys - c.keys / 3; s < c.keys; ++s) {
+      mask[(c.batch - 1) * c.keys + s] = 1;
+    }
+    options.key_padding_mask =
+        Tensor<2, Int>::FromData(mask, {c.batch, c.keys}).not_equal(0);
+  }
+  return options;
+}
+
+class FusedAttentionTest
+    : public ::testing::TestWithParam<std::tuple<FusedCase, DType>> {};
+
+TEST_P(FusedAttentionTest, MatchesTheComposedOpsForwardAndBackward) {
+  const auto [c, dtype] = GetParam();
+  Generator generator(17);
+  const Tensor<4> q =
+      Leaf(generator, c.batch, c.heads, c.queries, c.head_dim, dtype);
+  const Tensor<4> k =
+      Leaf(generator, c.batch, c.heads, c.keys, c.head_dim, dtype);
+  const Tensor<4> v =
+      Leaf(generator, c.batch, c.heads, c.keys, c.value_dim, dtype);
+  const AttentionOptions options = WithMasks(c);
+  const std::optional<Tensor<4>> fused = FusedAttention(
+      q, k, v, c.causal,
+      options.key_padding_mask.has_value() ? options.key_padding_mask->base()
+                                           : TensorBase());
+  ASSERT_TRUE(fused.has_value()) << "no CPU kernel for " << DTypeName(dtype);
+  const Tensor<4> composed = ComposedAttention(q, k, v, options);
+  const double tolerance = dtype == DType::kF64 ? 1e-12 : 2e-6;
+  ExpectNear(composed.to(DType::kF32), fused->to(DType::kF32), "output",
+             tolerance);
+  const Tensor<4> r = Tensor<4>(testing::RandomLeaf(fused->shape(), generator))
+                          .to(dtype)
+                          .detach();
+  const Gradients want = Backward((composed * r).sum());
+  const Gradients got = Backward((*fused * r).sum());
+  for (const auto& [name, leaf] :
+       {std::pair{"q", q}, std::pair{"k", k}, std::pair{"v", v}}) {
+    ExpectNear(want.Get(leaf)->to(DType::kF32), got.Get(leaf)->to(DType::kF32),
+               std::string("grad ") + name, 10 * tolerance);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, FusedAttentionTest,
+    ::testing::Combine(
+        ::testing::Values(
+            // Several tiles each way, ragged ends, Dv != Dh.
+            FusedCase{2, 3, 130, 70, 8, 5, false, true},
+            // Causal with more queries than keys, and the reverse.
+            FusedCase{2, 2, 100, 67, 4, 4, true, false},
+            FusedCase{1, 2, 33, 150, 4, 6, true, true},
+            // One query, one key.
+            FusedCase{1, 1, 1, 1, 3, 2, false, false}),
+        ::testing::Values(DType::kF32, DType::kF64)));
+
+TEST(FusedAttentionTest, GradientsMatchFiniteDifferencesAcrossTiles) {
+  Generator generator(8);
+  const FusedCase c{1, 1, 70, 66, 3, 2, true, false};
+  EXPECT_TRUE(testing::Gradcheck(
+      [&](std::span<const TensorBase> in) {
+        return FusedAttention(Tensor<4>(in[0]), Tensor<4>(in[1]),
+                              Tensor<4>(in[2]), c.causal, TensorBase())
+            ->base();
+      },
+      {testing::RandomLeaf({1, 1, 70, 3}, generator),
+       testing::RandomLeaf({1, 1, 66, 3}, generator),
+       testing::RandomLeaf({1, 1, 66, 2}, generator)}));
+}
+
+TEST(FusedAttentionTest, SixteenBitFloatsFallBackToTheComposedOps) {
+  const Tensor<4> x = Tensor<4>::Ones({1, 1, 4, 2}).to(DType::kBF16);
+  EXPECT_FALSE(FusedAttention(x, x, x, false, TensorBase()).has_value());
+  const Tensor<4> y = ScaledDotProductAttention(x, x, x, {});
+  EXPECT_EQ(DType::kBF16, y.dtype());
+  EXPECT_EQ(Tensor<4>::Ones({1, 1, 4, 2}).to_data<float>(), y.to_data<float>());
+}
+
+// The fused forward and backward at T = S = 2048 allocate far less than the
+// one [T, S] weight matrix the composed ops would hold (16 MiB in f32).
+TEST(FusedAttentionTest, MemoryIsLinearInTheSequence) {
+  Generator generator(5);
+  const int64_t t = 2048, d = 32;
+  const Tensor<4> q = Leaf(generator, 1, 1, t, d, DType::kF32);
+  const Tensor<4> k = Leaf(generator, 1, 1, t, d, DType::kF32);
+  const Tensor<4> v = Leaf(generator, 1, 1, t, d, DType::kF32);
+  const int64_t inputs = 3 * t * d * 4;
+  ResetMemoryStats(Device::Cpu());
+  const int64_t before = GetMemoryStats(Device::Cpu()).live_bytes;
+  const Tensor<4> y = *FusedAttention(q, k, v, true, TensorBase());
+  const Gradients grads = Backward(y.sum());
+  const int64_t peak = GetMemoryStats(Device::Cpu()).peak_live_bytes - before;
+  const int64_t weights = t * t * 4;
+  EXPECT_LT(peak, 4 * inputs) << "peak " << peak << " bytes";
+  EXPECT_LT(peak, weights / 4) << "peak " << peak << " bytes";
+  EXPECT_TRUE(grads.Get(q).has_value());
 }
 
 TEST(TransformerEncoderLayerTest, PreNormCausalLayerMatchesTorch) {

@@ -9,9 +9,10 @@
 //                                       .mode = ForwardMode::kTraining,
 //                                       .rng = &rng});  // x: [B, T, 128]
 //
-// Attention is composed of tensor ops (matmuls, a masked softmax, dropout),
-// so its gradients are theirs; it materializes the [B, H, T, S] score
-// matrix.
+// Without dropout, attention runs as one fused op (fused_attention.h) that
+// never materializes the [B, H, T, S] weights; with dropout in training, or
+// where no fused kernel exists, it is composed of tensor ops (matmuls, a
+// masked softmax, dropout).
 #ifndef KINDLING_NN_ATTENTION_H_
 #define KINDLING_NN_ATTENTION_H_
 
@@ -26,6 +27,7 @@
 #include "kindling/module/annotations.h"
 #include "kindling/module/initializer.h"
 #include "kindling/nn/forward_mode.h"
+#include "kindling/nn/fused_attention.h"
 #include "kindling/nn/linear.h"
 #include "kindling/tensor/philox_generator.h"
 #include "kindling/tensor/random_ops.h"
@@ -49,20 +51,34 @@ struct AttentionOptions {
   PhiloxGenerator* rng = nullptr;
 };
 
-// ScaledDotProductAttention(): softmax(q k^T / sqrt(Dh) + masks) v, with
-// dropout `dropout` on the weights in training mode.
-// q [B, H, T, Dh], k [B, H, S, Dh], v [B, H, S, Dv] -> [B, H, T, Dv].
-inline Tensor<4> ScaledDotProductAttention(const Tensor<4>& q,
-                                           const Tensor<4>& k,
-                                           const Tensor<4>& v,
-                                           const AttentionOptions& options,
-                                           double dropout = 0) {
+// CheckAttentionShapes() aborts unless q [B, H, T, Dh], k [B, H, S, Dh],
+// v [B, H, S, Dv] and the key padding mask [B, S] fit together.
+inline void CheckAttentionShapes(const Tensor<4>& q, const Tensor<4>& k,
+                                 const Tensor<4>& v,
+                                 const AttentionOptions& options) {
   KINDLING_CHECK(
       q.dim(0) == k.dim(0) && q.dim(1) == k.dim(1) && q.dim(3) == k.dim(3) &&
           k.dim(0) == v.dim(0) && k.dim(1) == v.dim(1) && k.dim(2) == v.dim(2),
       "ScaledDotProductAttention: q %s, k %s and v %s do not fit "
       "([B, H, T, Dh], [B, H, S, Dh], [B, H, S, Dv])",
       q.shape().ToString(), k.shape().ToString(), v.shape().ToString());
+  if (options.key_padding_mask.has_value()) {
+    const Tensor<2, Bool>& padding = *options.key_padding_mask;
+    KINDLING_CHECK(padding.dim(0) == k.dim(0) && padding.dim(1) == k.dim(2),
+                   "attention: key_padding_mask %s, but the keys are [B=%d, "
+                   "S=%d]",
+                   padding.shape().ToString(), k.dim(0), k.dim(2));
+  }
+}
+
+// ComposedAttention(): ScaledDotProductAttention as tensor ops, which
+// materialize the [B, H, T, S] weights; the path for dropout in training
+// and for devices and dtypes without a fused kernel.
+inline Tensor<4> ComposedAttention(const Tensor<4>& q, const Tensor<4>& k,
+                                   const Tensor<4>& v,
+                                   const AttentionOptions& options,
+                                   double dropout = 0) {
+  CheckAttentionShapes(q, k, v, options);
   const int64_t batch = q.dim(0), queries = q.dim(2), keys = k.dim(2);
   constexpr double kMasked = -std::numeric_limits<double>::infinity();
   Tensor<4> scores = matmul(q, k.transpose(2, 3)) *
@@ -75,13 +91,9 @@ inline Tensor<4> ScaledDotProductAttention(const Tensor<4>& q,
     scores = scores.mask_fill(greater(cols, rows), kMasked);
   }
   if (options.key_padding_mask.has_value()) {
-    const Tensor<2, Bool>& padding = *options.key_padding_mask;
-    KINDLING_CHECK(padding.dim(0) == batch && padding.dim(1) == keys,
-                   "attention: key_padding_mask %s, but the keys are [B=%d, "
-                   "S=%d]",
-                   padding.shape().ToString(), batch, keys);
-    scores = scores.mask_fill(
-        padding.to_device(q.device()).reshape<4>({batch, 1, 1, keys}), kMasked);
+    scores = scores.mask_fill(options.key_padding_mask->to_device(q.device())
+                                  .reshape<4>({batch, 1, 1, keys}),
+                              kMasked);
   }
   Tensor<4> weights = scores.softmax(3);
   if (options.mode == ForwardMode::kTraining && dropout > 0) {
@@ -95,6 +107,34 @@ inline Tensor<4> ScaledDotProductAttention(const Tensor<4>& q,
         ops::Dropout(weights.base(), dropout, options.rng->seed(), offset));
   }
   return matmul(weights, v);
+}
+
+// ScaledDotProductAttention(): softmax(q k^T / sqrt(Dh) + masks) v, with
+// dropout `dropout` on the weights in training mode.
+// q [B, H, T, Dh], k [B, H, S, Dh], v [B, H, S, Dv] -> [B, H, T, Dv].
+// Without dropout it runs the fused kernel (fused_attention.h: O(T) memory
+// per head, forward and backward) where the device has one for the dtype
+// (the CPU, f32 and f64), and composes tensor ops otherwise.
+inline Tensor<4> ScaledDotProductAttention(const Tensor<4>& q,
+                                           const Tensor<4>& k,
+                                           const Tensor<4>& v,
+                                           const AttentionOptions& options,
+                                           double dropout = 0) {
+  CheckAttentionShapes(q, k, v, options);
+  const bool drops = options.mode == ForwardMode::kTraining && dropout > 0;
+  if (!drops) {
+    const TensorBase padding =
+        options.key_padding_mask.has_value()
+            ? options.key_padding_mask->to_device(q.device())
+                  .contiguous()
+                  .base()
+            : TensorBase();
+    if (std::optional<Tensor<4>> fused =
+            FusedAttention(q, k, v, options.causal, padding)) {
+      return *fused;
+    }
+  }
+  return ComposedAttention(q, k, v, options, dropout);
 }
 
 struct KINDLING_MODULE MultiHeadAttention {

@@ -1,0 +1,225 @@
+// The CPU's fused attention kernels (nn/fused_attention.h), f32 and f64.
+//
+// Forward, per (head, tile of kTile queries): for each tile of kTile keys,
+// S = q k^T (one GEMM), scaled and masked; an online softmax keeps each
+// row's running max m and sum l and rescales the output accumulator when m
+// grows, then adds P v (a second GEMM). The output is the accumulator / l
+// and the row's log-sum-exp m + log l is kept for the backward.
+//
+// Backward, per head (heads in parallel; within a head the tiles run in
+// turn, so dq, dk and dv need no atomics): D_i = dO_i . O_i; for each
+// (key tile, query tile) the weights are recomputed as P = exp(S - lse),
+// then dv += P^T dO, dP = dO v^T, dS = P (dP - D) scale, dq += dS k,
+// dk += dS^T q: five GEMMs on [kTile, kTile] blocks. Nothing of size T x S
+// is ever allocated.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kindling/backend/cpu/gemm.h"
+#include "kindling/backend/cpu/parallel.h"
+#include "kindling/nn/fused_attention.h"
+#include "kindling/tensor/dtype.h"
+#include "kindling/tensor/dtype_dispatch.h"
+#include "kindling/tensor/tensor_base.h"
+
+namespace kindling::nn {
+namespace {
+
+using cpu::Gemm;
+using cpu::GemmAccumulate;
+
+constexpr int64_t kTile = 64;
+
+// Masks: which (query, key) pairs attention skips.
+struct Masks {
+  bool causal;
+  const bool* padding;  // [B, S] or null
+  int64_t keys;
+
+  bool Skips(int64_t batch, int64_t query, int64_t key) const {
+    return (causal && key > query) ||
+           (padding != nullptr && padding[batch * keys + key]);
+  }
+  // KeyEnd() is one past the last key a tile of queries ending before
+  // `query_end` may see.
+  int64_t KeyEnd(int64_t query_end) const {
+    return causal ? std::min(keys, query_end) : keys;
+  }
+};
+
+Masks MasksOf(const FusedAttentionShape& shape,
+              const FusedAttentionTensors& t) {
+  return {shape.causal,
+          t.padding.defined() ? t.padding.data_as<const bool>() : nullptr,
+          shape.keys};
+}
+
+// ForwardTile() computes the output and log-sum-exp of queries
+// [q0, q0 + rows) of head `bh`.
+template <class T>
+void ForwardTile(const FusedAttentionShape& shape, const Masks& masks,
+                 const FusedAttentionTensors& t, int64_t bh, int64_t q0) {
+  const int64_t dh = shape.head_dim, dv = shape.value_dim;
+  const int64_t rows = std::min(kTile, shape.queries - q0);
+  const int64_t batch = bh / shape.heads;
+  const T* q = t.q.data_as<const T>() + (bh * shape.queries + q0) * dh;
+  const T* k = t.k.data_as<const T>() + bh * shape.keys * dh;
+  const T* v = t.v.data_as<const T>() + bh * shape.keys * dv;
+  T* out = t.out.data_as<T>() + (bh * shape.queries + q0) * dv;
+  T* lse = t.logsumexp.data_as<T>() + bh * shape.queries + q0;
+  const T scale = static_cast<T>(shape.scale);
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  std::vector<T> s(kTile * kTile), acc(rows * dv, T{0});
+  std::vector<T> m(rows, kNegInf), l(rows, T{0});
+  const int64_t key_end = masks.KeyEnd(q0 + rows);
+  for (int64_t k0 = 0; k0 < key_end; k0 += kTile) {
+    const int64_t cols = std::min(kTile, key_end - k0);
+    Gemm<T>(CblasNoTrans, CblasTrans, rows, cols, dh, q, dh, k + k0 * dh, dh,
+            s.data(), kTile);
+    for (int64_t r = 0; r < rows; ++r) {
+      T* row = s.data() + r * kTile;
+      T row_max = kNegInf;
+      for (int64_t c = 0; c < cols; ++c) {
+        row[c] = masks.Skips(batch, q0 + r, k0 + c) ? kNegInf : row[c] * scale;
+        row_max = std::max(row_max, row[c]);
+      }
+      const T m_new = std::max(m[r], row_max);
+      if (m_new == kNegInf) {  // every key so far masked: nothing to add
+        std::fill(row, row + cols, T{0});
+        continue;
+      }
+      const T rescale = std::exp(m[r] - m_new);  // 0 on the first keys
+      T sum = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        row[c] = std::exp(row[c] - m_new);
+        sum += row[c];
+      }
+      l[r] = l[r] * rescale + sum;
+      m[r] = m_new;
+      T* acc_row = acc.data() + r * dv;
+      for (int64_t d = 0; d < dv; ++d) acc_row[d] *= rescale;
+    }
+    Gemm<T>(CblasNoTrans, CblasNoTrans, rows, dv, cols, s.data(), kTile,
+            v + k0 * dv, dv, acc.data(), dv, GemmAccumulate::kAdd);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t d = 0; d < dv; ++d) out[r * dv + d] = acc[r * dv + d] / l[r];
+    lse[r] = m[r] + std::log(l[r]);  // -inf for a row with no key
+  }
+}
+
+template <class T>
+void Forward(const FusedAttentionShape& shape, const FusedAttentionTensors& t) {
+  const Masks masks = MasksOf(shape, t);
+  const int64_t tiles = (shape.queries + kTile - 1) / kTile;
+  const int64_t heads = shape.batch * shape.heads;
+  cpu::ParallelFor(heads * tiles, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      ForwardTile<T>(shape, masks, t, task / tiles, (task % tiles) * kTile);
+    }
+  });
+}
+
+// BackwardHead() computes dq, dk and dv of head `bh`.
+template <class T>
+void BackwardHead(const FusedAttentionShape& shape, const Masks& masks,
+                  const FusedAttentionTensors& t, int64_t bh) {
+  const int64_t dh = shape.head_dim, dv = shape.value_dim;
+  const int64_t queries = shape.queries, keys = shape.keys;
+  const int64_t batch = bh / shape.heads;
+  const T* q = t.q.data_as<const T>() + bh * queries * dh;
+  const T* k = t.k.data_as<const T>() + bh * keys * dh;
+  const T* v = t.v.data_as<const T>() + bh * keys * dv;
+  const T* out = t.out.data_as<const T>() + bh * queries * dv;
+  const T* grad_out = t.grad_out.data_as<const T>() + bh * queries * dv;
+  const T* lse = t.logsumexp.data_as<const T>() + bh * queries;
+  T* dq = t.grad_q.data_as<T>() + bh * queries * dh;
+  T* dk = t.grad_k.data_as<T>() + bh * keys * dh;
+  T* dvv = t.grad_v.data_as<T>() + bh * keys * dv;
+  std::fill(dq, dq + queries * dh, T{0});
+  std::fill(dk, dk + keys * dh, T{0});
+  std::fill(dvv, dvv + keys * dv, T{0});
+  const T scale = static_cast<T>(shape.scale);
+  // delta[i] = dO_i . O_i, the softmax backward's row term.
+  std::vector<T> delta(queries);
+  for (int64_t i = 0; i < queries; ++i) {
+    T sum = 0;
+    for (int64_t d = 0; d < dv; ++d) {
+      sum += grad_out[i * dv + d] * out[i * dv + d];
+    }
+    delta[i] = sum;
+  }
+  std::vector<T> p(kTile * kTile), dp(kTile * kTile);
+  for (int64_t k0 = 0; k0 < keys; k0 += kTile) {
+    const int64_t cols = std::min(kTile, keys - k0);
+    // Causal: queries before k0 see none of these keys.
+    const int64_t first_query = shape.causal ? k0 / kTile * kTile : 0;
+    for (int64_t q0 = first_query; q0 < queries; q0 += kTile) {
+      const int64_t rows = std::min(kTile, queries - q0);
+      Gemm<T>(CblasNoTrans, CblasTrans, rows, cols, dh, q + q0 * dh, dh,
+              k + k0 * dh, dh, p.data(), kTile);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) {
+          T& w = p[r * kTile + c];
+          w = masks.Skips(batch, q0 + r, k0 + c) || lse[q0 + r] == -INFINITY
+                  ? T{0}
+                  : std::exp(w * scale - lse[q0 + r]);
+        }
+      }
+      // dv_j += P^T dO_i
+      Gemm<T>(CblasTrans, CblasNoTrans, cols, dv, rows, p.data(), kTile,
+              grad_out + q0 * dv, dv, dvv + k0 * dv, dv, GemmAccumulate::kAdd);
+      // dP = dO_i v_j^T, then dS = P (dP - delta) scale, kept in dp.
+      Gemm<T>(CblasNoTrans, CblasTrans, rows, cols, dv, grad_out + q0 * dv, dv,
+              v + k0 * dv, dv, dp.data(), kTile);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) {
+          const int64_t at = r * kTile + c;
+          dp[at] = p[at] * (dp[at] - delta[q0 + r]) * scale;
+        }
+      }
+      // dq_i += dS k_j; dk_j += dS^T q_i.
+      Gemm<T>(CblasNoTrans, CblasNoTrans, rows, dh, cols, dp.data(), kTile,
+              k + k0 * dh, dh, dq + q0 * dh, dh, GemmAccumulate::kAdd);
+      Gemm<T>(CblasTrans, CblasNoTrans, cols, dh, rows, dp.data(), kTile,
+              q + q0 * dh, dh, dk + k0 * dh, dh, GemmAccumulate::kAdd);
+    }
+  }
+}
+
+template <class T>
+void Backward(const FusedAttentionShape& shape,
+              const FusedAttentionTensors& t) {
+  const Masks masks = MasksOf(shape, t);
+  cpu::ParallelFor(shape.batch * shape.heads, 1,
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t bh = begin; bh < end; ++bh) {
+                       BackwardHead<T>(shape, masks, t, bh);
+                     }
+                   });
+}
+
+bool ForwardCpu(const FusedAttentionShape& shape,
+                const FusedAttentionTensors& t) {
+  if ((DTypeBit(t.q.dtype()) & kF32F64) == 0) return false;
+  DispatchDType<kF32F64>(t.q.dtype(), "cpu fused_attention",
+                         [&]<class T>() { Forward<T>(shape, t); });
+  return true;
+}
+
+bool BackwardCpu(const FusedAttentionShape& shape,
+                 const FusedAttentionTensors& t) {
+  if ((DTypeBit(t.q.dtype()) & kF32F64) == 0) return false;
+  DispatchDType<kF32F64>(t.q.dtype(), "cpu fused_attention backward",
+                         [&]<class T>() { Backward<T>(shape, t); });
+  return true;
+}
+
+const FusedAttentionRegistration kRegistered(DeviceKind::kCpu, &ForwardCpu,
+                                             &BackwardCpu);
+
+}  // namespace
+}  // namespace kindling::nn
