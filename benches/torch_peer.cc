@@ -7,8 +7,11 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <sstream>
+#include <string>
 #include <utility>
+#include <vector>
 
 extern char** environ;
 
@@ -265,6 +268,44 @@ int PeerBenchmarkMain(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
+}
+
+// --- The peers' JSON lines ---------------------------------------------------
+
+std::optional<double> JsonNumber(const std::string& json, const char* key) {
+  const std::string tag = std::string("\"") + key + "\": ";
+  const size_t at = json.find(tag);
+  if (at == std::string::npos) return std::nullopt;
+  const char* begin = json.c_str() + at + tag.size();
+  if (*begin == '[') ++begin;  // a list: its first element
+  char* end = nullptr;
+  const double value = std::strtod(begin, &end);
+  if (end == begin) return std::nullopt;
+  return value;
+}
+
+std::string JsonString(const std::string& json, const char* key) {
+  const std::string tag = std::string("\"") + key + "\": \"";
+  const size_t at = json.find(tag);
+  if (at == std::string::npos) return "";
+  const size_t begin = at + tag.size();
+  return json.substr(begin, json.find('"', begin) - begin);
+}
+
+std::vector<double> JsonNumbers(const std::string& json, const char* key) {
+  const std::string tag = std::string("\"") + key + "\": [";
+  std::vector<double> values;
+  const size_t at = json.find(tag);
+  if (at == std::string::npos) return values;
+  const char* cursor = json.c_str() + at + tag.size();
+  while (*cursor != ']' && *cursor != '\0') {
+    char* end = nullptr;
+    values.push_back(std::strtod(cursor, &end));
+    if (end == cursor) break;
+    cursor = end;
+    while (*cursor == ',' || *cursor == ' ') ++cursor;
+  }
+  return values;
 }
 
 }  // namespace kindling::bench

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,13 @@ class PeerSteps {
 // set it, since libgomp reads it at load (the children inherit it), unless
 // the caller set a policy.
 int PeerBenchmarkMain(int argc, char** argv);
+
+// JsonNumber(), JsonString() and JsonNumbers() read the value of "key" from
+// a peer script's one-line JSON result (the peers' own output, not user
+// input): a number (a list's first element), a string, a list of numbers.
+std::optional<double> JsonNumber(const std::string& json, const char* key);
+std::string JsonString(const std::string& json, const char* key);
+std::vector<double> JsonNumbers(const std::string& json, const char* key);
 
 }  // namespace kindling::bench
 

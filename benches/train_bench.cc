@@ -138,44 +138,6 @@ struct PeerResult {
   std::vector<double> losses;  // every kLossEvery steps
 };
 
-// JsonNumber/JsonString/JsonNumbers read the value of "key" from the peers'
-// flat JSON line (their own output, not user input).
-std::optional<double> JsonNumber(const std::string& json, const char* key) {
-  const std::string tag = std::string("\"") + key + "\": ";
-  const size_t at = json.find(tag);
-  if (at == std::string::npos) return std::nullopt;
-  const char* begin = json.c_str() + at + tag.size();
-  if (*begin == '[') ++begin;  // a list: its first element
-  char* end = nullptr;
-  const double value = std::strtod(begin, &end);
-  if (end == begin) return std::nullopt;
-  return value;
-}
-
-std::string JsonString(const std::string& json, const char* key) {
-  const std::string tag = std::string("\"") + key + "\": \"";
-  const size_t at = json.find(tag);
-  if (at == std::string::npos) return "";
-  const size_t begin = at + tag.size();
-  return json.substr(begin, json.find('"', begin) - begin);
-}
-
-std::vector<double> JsonNumbers(const std::string& json, const char* key) {
-  const std::string tag = std::string("\"") + key + "\": [";
-  std::vector<double> values;
-  const size_t at = json.find(tag);
-  if (at == std::string::npos) return values;
-  const char* cursor = json.c_str() + at + tag.size();
-  while (*cursor != ']' && *cursor != '\0') {
-    char* end = nullptr;
-    values.push_back(std::strtod(cursor, &end));
-    if (end == cursor) break;
-    cursor = end;
-    while (*cursor == ',' || *cursor == ' ') ++cursor;
-  }
-  return values;
-}
-
 // A peer's command, by the status it exits with: 0 ran, 3 no CUDA in this
 // torch, 4 no torch.compile in this torch; anything else failed.
 enum class PeerOutcome { kRan, kUnavailable, kFailed };
@@ -201,20 +163,25 @@ PeerOutcome RunPeer(const std::string& python, const std::string& script,
     std::fprintf(stderr, "train_bench: %s: %s", command.c_str(), line.c_str());
     return PeerOutcome::kUnavailable;
   }
-  const std::vector<double> seconds = JsonNumbers(line, "epoch_seconds");
+  const std::vector<double> seconds =
+      kindling::bench::JsonNumbers(line, "epoch_seconds");
   if (status != 0 || seconds.empty()) {
     std::fprintf(stderr, "train_bench: '%s' failed: %s\n", command.c_str(),
                  line.c_str());
     return PeerOutcome::kFailed;
   }
-  result->version = JsonString(line, "version");
+  result->version = kindling::bench::JsonString(line, "version");
   result->epoch_seconds = seconds.back();
   result->first_epoch_seconds = seconds.front();
-  result->cpu_seconds = JsonNumber(line, "cpu_seconds").value_or(0);
-  result->compile_seconds = JsonNumber(line, "compile_seconds").value_or(0);
-  result->peak_rss_mib = JsonNumber(line, "peak_rss_mib").value_or(0);
-  result->final_loss = JsonNumber(line, "final_loss").value_or(0);
-  result->losses = JsonNumbers(line, "losses");
+  result->cpu_seconds =
+      kindling::bench::JsonNumber(line, "cpu_seconds").value_or(0);
+  result->compile_seconds =
+      kindling::bench::JsonNumber(line, "compile_seconds").value_or(0);
+  result->peak_rss_mib =
+      kindling::bench::JsonNumber(line, "peak_rss_mib").value_or(0);
+  result->final_loss =
+      kindling::bench::JsonNumber(line, "final_loss").value_or(0);
+  result->losses = kindling::bench::JsonNumbers(line, "losses");
   return PeerOutcome::kRan;
 }
 

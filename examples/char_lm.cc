@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "examples/char_lm.kindling.h"
+#include "examples/char_lm_loss.h"
 #include "examples/text_corpus.h"
 #include "kindling/core/status_macros.h"
 #include "kindling/data/data_loader.h"
@@ -74,36 +75,6 @@ examples::CharLmConfig ModelConfig() {
           .context = absl::GetFlag(FLAGS_context)};
 }
 
-// Loss() is the mean cross-entropy of the next byte at every position.
-Tensor<0> Loss(const examples::CharLm& model,
-               const examples::TextWindows::Batch& batch,
-               const kindling::nn::AttentionOptions& options) {
-  const Tensor<3> logits = model.Forward(batch.inputs, options);
-  return kindling::nn::CrossEntropy(
-      logits.reshape<2>({batch.size() * batch.inputs.dim(1),
-                         examples::CharLmConfig::kVocabulary}),
-      batch.targets.flatten());
-}
-
-// BitsPerByte() is the mean validation loss over the first `windows`
-// windows, in bits.
-double BitsPerByte(const examples::CharLm& model,
-                   const examples::TextWindows& validation, int64_t windows) {
-  const int64_t count =
-      windows > 0 ? std::min(windows, validation.size()) : validation.size();
-  double total = 0;
-  constexpr int64_t kBatch = 32;
-  for (int64_t begin = 0; begin < count; begin += kBatch) {
-    std::vector<int64_t> indices;
-    for (int64_t i = begin; i < std::min(count, begin + kBatch); ++i) {
-      indices.push_back(i);
-    }
-    const examples::TextWindows::Batch batch = validation.Gather(indices);
-    total += Loss(model, batch, {}).item<float>() * batch.size();
-  }
-  return count > 0 ? total / count / std::log(2.0) : 0;
-}
-
 absl::Status Train() {
   KINDLING_ASSIGN_OR_RETURN(
       std::string text,
@@ -142,7 +113,8 @@ absl::Status Train() {
       model, optimizer, loader,
       [](const examples::CharLm& m, const examples::TextWindows::Batch& batch,
          train::StepContext& step) {
-        return Loss(m, batch, {.mode = step.mode, .rng = &step.rng});
+        return examples::CharLmLoss(m, batch,
+                                    {.mode = step.mode, .rng = &step.rng});
       },
       {.epochs = epochs,
        .max_steps = absl::GetFlag(FLAGS_max_steps),
@@ -151,7 +123,8 @@ absl::Status Train() {
        .dropout_seed = seed},
       [&validation, windows](const examples::CharLm& m) {
         return train::Metrics{
-            {"validation_bits_per_byte", BitsPerByte(m, validation, windows)}};
+            {"validation_bits_per_byte",
+             examples::ValidationBitsPerByte(m, validation, windows)}};
       });
   KINDLING_ASSIGN_OR_RETURN(train::TrainReport report, trainer.Run());
   const train::Metrics final_metrics = trainer.Evaluate();
