@@ -1,5 +1,6 @@
-// MultiHeadAttention, TransformerEncoderLayer, RmsNorm and the positional
-// encodings against Debian's PyTorch 1.13 on the same weights and inputs
+// The sequence layers (MultiHeadAttention and its fused kernel,
+// TransformerEncoderLayer, RmsNorm, GroupNorm, Conv1d, positional and rotary
+// encodings) against Debian's PyTorch 1.13 on the same weights and inputs
 // (make_torch_attention_reference.py wrote testdata/), against finite
 // differences in f64, and on bad input.
 #include "kindling/nn/attention.h"
@@ -17,9 +18,12 @@
 #include "kindling/io/module_file.h"
 #include "kindling/io/tensor_file.h"
 #include "kindling/nn/attention.kindling.h"
+#include "kindling/nn/conv1d.kindling.h"
 #include "kindling/nn/fused_attention.h"
+#include "kindling/nn/group_norm.kindling.h"
 #include "kindling/nn/positional.kindling.h"
 #include "kindling/nn/rms_norm.kindling.h"
+#include "kindling/nn/rotary.h"
 #include "kindling/nn/transformer.kindling.h"
 #include "kindling/tensor/memory_stats.h"
 #include "kindling/tensor/philox_generator.h"
@@ -354,6 +358,78 @@ TEST(RmsNormDeathTest, WrongFeatureCountIsNamed) {
   const RmsNorm norm = RmsNormConfig{6}.Init();
   EXPECT_DEATH(norm.Forward(Tensor<2>::Zeros({3, 5})),
                "RmsNorm: input \\[3, 5\\] has 5 features, the layer 6");
+}
+
+TEST(GroupNormTest, MatchesTorchAndFiniteDifferences) {
+  GroupNorm norm{AsParam<1>(Read<1>("gn.weight").set_require_grad(true).base()),
+                 AsParam<1>(Read<1>("gn.bias").set_require_grad(true).base()),
+                 /*num_groups=*/2};
+  const Tensor<3> x = Read<3>("gn.x").set_require_grad(true);
+  const Tensor<3> y = norm.Forward(x);
+  ExpectNear(Read<3>("gn.y"), y, "output");
+  const Gradients grads = Backward((y * Read<3>("gn.r")).sum());
+  ExpectNear(Read<3>("gn.grad.x"), *grads.Get(x), "grad x");
+  ExpectNear(Read<1>("gn.grad.weight"), *grads.Get(norm.weight), "grad weight");
+  ExpectNear(Read<1>("gn.grad.bias"), *grads.Get(norm.bias), "grad bias");
+
+  Generator generator(6);
+  EXPECT_TRUE(testing::Gradcheck(
+      [](std::span<const TensorBase> in) {
+        GroupNorm f64{AsParam<1>(in[1]), AsParam<1>(in[2]), 3};
+        return f64.Forward(Tensor<4>(in[0])).base();
+      },
+      {testing::RandomLeaf({2, 6, 2, 3}, generator),
+       testing::RandomLeaf({6}, generator),
+       testing::RandomLeaf({6}, generator)}));
+  EXPECT_DEATH(norm.Forward(Tensor<3>::Zeros({2, 4, 5})),
+               "GroupNorm\\(2 groups, 6 channels\\): input \\[2, 4, 5\\]");
+  EXPECT_DEATH((GroupNormConfig{.num_groups = 4, .num_channels = 6}.Init()),
+               "6 channels do not split into 4 groups");
+}
+
+TEST(Conv1dTest, MatchesTorchAndFiniteDifferences) {
+  Conv1d conv{
+      AsParam<3>(Read<3>("conv1d.weight").set_require_grad(true).base()),
+      AsParam<1>(Read<1>("conv1d.bias").set_require_grad(true).base()),
+      /*stride=*/2, /*padding=*/1, /*dilation=*/2};
+  const Tensor<3> x = Read<3>("conv1d.x").set_require_grad(true);
+  const Tensor<3> y = conv.Forward(x);
+  ExpectNear(Read<3>("conv1d.y"), y, "output");
+  const Gradients grads = Backward((y * Read<3>("conv1d.r")).sum());
+  ExpectNear(Read<3>("conv1d.grad.x"), *grads.Get(x), "grad x");
+  ExpectNear(Read<3>("conv1d.grad.weight"), *grads.Get(conv.weight),
+             "grad weight");
+  ExpectNear(Read<1>("conv1d.grad.bias"), *grads.Get(*conv.bias), "grad bias");
+
+  Generator generator(7);
+  EXPECT_TRUE(testing::Gradcheck(
+      [](std::span<const TensorBase> in) {
+        Conv1d f64{AsParam<3>(in[1]), std::nullopt, 1, 2, 1};
+        return f64.Forward(Tensor<3>(in[0])).base();
+      },
+      {testing::RandomLeaf({2, 2, 5}, generator),
+       testing::RandomLeaf({3, 2, 3}, generator)}));
+  EXPECT_DEATH(conv.Forward(Tensor<3>::Zeros({2, 5, 11})),
+               "Conv1d: input \\[2, 5, 11\\] has 5 channels");
+}
+
+TEST(RotaryTest, MatchesTheReferenceAndKeepsRelativePositions) {
+  ExpectNear(Read<4>("rope.y"), ApplyRotary(Read<4>("rope.x"), 3), "output",
+             1e-6);
+  // q k^T depends only on the positions' difference: shifting both by the
+  // same offset changes nothing.
+  Generator generator(9);
+  const Tensor<4> q(testing::RandomLeaf({1, 1, 5, 8}, generator));
+  const Tensor<4> k(testing::RandomLeaf({1, 1, 5, 8}, generator));
+  const auto scores = [&](int64_t offset) {
+    return matmul(ApplyRotary(q, offset),
+                  ApplyRotary(k, offset).transpose(2, 3))
+        .to_data<double>();
+  };
+  const std::vector<double> at0 = scores(0), at7 = scores(7);
+  for (size_t i = 0; i < at0.size(); ++i) EXPECT_NEAR(at0[i], at7[i], 1e-9);
+  EXPECT_DEATH(ApplyRotary(Tensor<4>::Zeros({1, 1, 2, 5})),
+               "the head size must be even");
 }
 
 TEST(PositionsTest, SinusoidalMatchesTheReference) {

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Writes the reference of Kindling's attention, RMSNorm and sinusoidal
-positions tests (tests/nn/attention_test.cc) from Debian's PyTorch 1.13.
+"""Writes the reference of Kindling's sequence-layer tests
+(tests/nn/attention_test.cc: attention, transformer layer, RMSNorm,
+GroupNorm, Conv1d, positions, rotary embeddings) from Debian's PyTorch 1.13.
 
 Run once, from the repository root:
 
@@ -15,6 +16,9 @@ the inputs, the output and the gradients of sum(output * r) for a random r:
   rms.*    RMSNorm of x [3, 6] (written out: torch 1.13 has no nn.RMSNorm)
   layer.*  a pre-norm TransformerEncoderLayer(8, 2, 16), causal, whose
            state_dict is testdata/torch_encoder_layer.safetensors
+  gn.*     GroupNorm(2, 6) on [2, 6, 5]
+  conv1d.* Conv1d(3, 4, 3, stride 2, padding 1, dilation 2) on [2, 3, 11]
+  rope.*   rotary embeddings ("rotate half") from position 3
 The files are small and checked in; the test reads them without PyTorch.
 """
 import math
@@ -113,6 +117,41 @@ def main():
     table[:, 0::2] = torch.sin(position / rate)
     table[:, 1::2] = torch.cos(position / rate)
     io["sinusoidal"] = table.float()
+
+    # GroupNorm(2 groups, 6 channels) on [2, 6, 5], with torch's module.
+    torch.manual_seed(22)
+    gn = torch.nn.GroupNorm(2, 6)
+    with torch.no_grad():
+        gn.weight.uniform_(0.5, 1.5)
+        gn.bias.uniform_(-0.5, 0.5)
+    x = torch.randn(2, 6, 5, requires_grad=True)
+    y = gn(x)
+    r = torch.randn_like(y)
+    gx, gw, gb = grads_of(y, r, [x, gn.weight, gn.bias])
+    io.update({"gn.weight": gn.weight, "gn.bias": gn.bias, "gn.x": x,
+               "gn.r": r, "gn.y": y, "gn.grad.x": gx, "gn.grad.weight": gw,
+               "gn.grad.bias": gb})
+
+    # Conv1d(3 -> 4, kernel 3, stride 2, padding 1, dilation 2) on [2, 3, 11].
+    conv = torch.nn.Conv1d(3, 4, 3, stride=2, padding=1, dilation=2)
+    x = torch.randn(2, 3, 11, requires_grad=True)
+    y = conv(x)
+    r = torch.randn_like(y)
+    gx, gw, gb = grads_of(y, r, [x, conv.weight, conv.bias])
+    io.update({"conv1d.weight": conv.weight, "conv1d.bias": conv.bias,
+               "conv1d.x": x, "conv1d.r": r, "conv1d.y": y,
+               "conv1d.grad.x": gx, "conv1d.grad.weight": gw,
+               "conv1d.grad.bias": gb})
+
+    # Rotary embeddings, "rotate half" (GPT-NeoX, Hugging Face LLaMA), on
+    # [1, 2, 6, 8] starting at position 3.
+    x = torch.randn(1, 2, 6, 8, dtype=torch.float64)
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, 8, 2, dtype=torch.float64) / 8))
+    angles = torch.outer(torch.arange(3, 9, dtype=torch.float64), inv_freq)
+    cos, sin = angles.cos(), angles.sin()
+    x1, x2 = x[..., :4], x[..., 4:]
+    y = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+    io.update({"rope.x": x.float(), "rope.y": y.float()})
 
     save_safetensors({k: t.detach() for k, t in io.items()},
                      os.path.join(OUT, "torch_attention_io.safetensors"),

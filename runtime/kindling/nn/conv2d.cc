@@ -41,19 +41,27 @@ GradList ConvolutionBackward(const TensorBase& grad,
   return result;
 }
 
-}  // namespace
-
-Tensor<4> Conv2d::Forward(const Tensor<4>& input_tensor) const {
-  const Shape in_shape = input_tensor.shape();
-  const Shape w_shape = weight.lazy_shape();
+// CheckChannels() aborts unless the input has the weight's input channels.
+void CheckChannels(const Shape& in_shape, const Shape& w_shape) {
   KINDLING_CHECK(in_shape[1] == w_shape[1],
                  "Conv2d: input %s has %d channels, the weight %s expects %d",
                  in_shape.ToString(), in_shape[1], w_shape.ToString(),
                  w_shape[1]);
+}
+
+}  // namespace
+
+Tensor<4> Convolve2d(const Tensor<4>& input_tensor,
+                     const Tensor<4>& weight_tensor,
+                     const std::optional<Tensor<1>>& bias_tensor,
+                     const Window2d& window) {
+  const Shape in_shape = input_tensor.shape();
+  const Shape w_shape = weight_tensor.shape();
+  CheckChannels(in_shape, w_shape);
   const TensorBase& input = input_tensor.base();
-  const TensorBase& kernel = weight->base();
+  const TensorBase& kernel = weight_tensor.base();
   const TensorBase bias_value =
-      bias.has_value() ? (*bias)->base() : TensorBase();
+      bias_tensor.has_value() ? bias_tensor->base() : TensorBase();
   const Window2dGeometry geometry = window.Geometry();
   std::vector<TensorBase> inputs = {input, kernel};
   if (bias_value.defined()) inputs.push_back(bias_value);
@@ -74,6 +82,16 @@ Tensor<4> Conv2d::Forward(const Tensor<4>& input_tensor) const {
                        [saved = std::move(saved)](const TensorBase& grad) {
                          return ConvolutionBackward(grad, saved);
                        }));
+}
+
+Tensor<4> Conv2d::Forward(const Tensor<4>& input) const {
+  // The weight's shape is checked against the input before a lazy weight
+  // initializes.
+  CheckChannels(input.shape(), weight.lazy_shape());
+  return Convolve2d(
+      input, *weight,
+      bias.has_value() ? std::optional<Tensor<1>>(**bias) : std::nullopt,
+      window);
 }
 
 Conv2d Conv2dConfig::Init(const Device& device) const {

@@ -35,6 +35,14 @@ struct KINDLING_MODULE Conv2d {
   Tensor<4> Forward(const Tensor<4>& input) const;
 };
 
+// Convolve2d(): the convolution Conv2d::Forward runs, of `input`
+// [N, in, H, W] with `weight` [out, in, KH, KW] (and `bias` [out]) over
+// `window`, recorded as one autodiff node; Conv1d runs it on height-1
+// views.
+Tensor<4> Convolve2d(const Tensor<4>& input, const Tensor<4>& weight,
+                     const std::optional<Tensor<1>>& bias,
+                     const Window2d& window);
+
 struct Conv2dConfig {
   int64_t in_channels;
   int64_t out_channels;
