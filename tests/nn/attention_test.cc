@@ -268,6 +268,18 @@ TEST(FusedAttentionTest, GradientsMatchFiniteDifferencesAcrossTiles) {
        testing::RandomLeaf({1, 1, 66, 2}, generator)}));
 }
 
+TEST(FusedAttentionDeathTest, MismatchedShapesAreNamed) {
+  const Tensor<4> q = Tensor<4>::Zeros({1, 2, 4, 8});
+  const Tensor<4> k = Tensor<4>::Zeros({1, 2, 5, 8});
+  EXPECT_DEATH(
+      FusedAttention(q, k, Tensor<4>::Zeros({1, 2, 4, 8}), false, TensorBase()),
+      "FusedAttention: q \\[1, 2, 4, 8\\], k \\[1, 2, 5, 8\\] "
+      "and v \\[1, 2, 4, 8\\] do not fit");
+  EXPECT_DEATH(
+      FusedAttention(q, k, k, false, Tensor<2, Bool>::Zeros({1, 4}).base()),
+      "key padding mask .* must be contiguous Bool \\[B=1, S=5\\]");
+}
+
 TEST(FusedAttentionTest, SixteenBitFloatsFallBackToTheComposedOps) {
   const Tensor<4> x = Tensor<4>::Ones({1, 1, 4, 2}).to(DType::kBF16);
   EXPECT_FALSE(FusedAttention(x, x, x, false, TensorBase()).has_value());
@@ -314,6 +326,36 @@ TEST(TransformerEncoderLayerTest, PreNormCausalLayerMatchesTorch) {
   ExpectNear(Read<2>("layer.grad.linear1.weight").t().contiguous(),
              grads.Get(layer.linear1.weight)->contiguous(),
              "grad linear1.weight");
+}
+
+TEST(TransformerEncoderLayerTest, GradientsMatchFiniteDifferences) {
+  Generator generator(12);
+  using testing::RandomLeaf;
+  // Checked: the input, the attention's projections, linear1's weight and
+  // norm2's gamma; the other parameters are fixed f64 values.
+  const std::vector<TensorBase> inputs = {
+      RandomLeaf({2, 3, 4}, generator), RandomLeaf({12, 4}, generator),
+      RandomLeaf({4, 8}, generator), RandomLeaf({4}, generator)};
+  const auto fixed = [&](const Shape& shape) {
+    return RandomLeaf(shape, generator).Detach();
+  };
+  const TensorBase in_proj_bias = fixed({12}), out_w = fixed({4, 4}),
+                   out_b = fixed({4}), b1 = fixed({8}), w2 = fixed({8, 4}),
+                   b2 = fixed({4}), gamma1 = fixed({4}), beta1 = fixed({4}),
+                   beta2 = fixed({4});
+  EXPECT_TRUE(testing::Gradcheck(
+      [&](std::span<const TensorBase> in) {
+        TransformerEncoderLayer layer{
+            MultiHeadAttention{AsParam<2>(in[1]), AsParam<1>(in_proj_bias),
+                               Linear{AsParam<2>(out_w), AsParam<1>(out_b)},
+                               /*num_heads=*/2, /*dropout=*/0},
+            Linear{AsParam<2>(in[2]), AsParam<1>(b1)},
+            Linear{AsParam<2>(w2), AsParam<1>(b2)},
+            LayerNorm{AsParam<1>(gamma1), AsParam<1>(beta1)},
+            LayerNorm{AsParam<1>(in[3]), AsParam<1>(beta2)}};
+        return layer.Forward(Tensor<3>(in[0]), {.causal = true}).base();
+      },
+      inputs));
 }
 
 TEST(TransformerEncoderLayerTest, TrainingDropoutIsReproducible) {
@@ -434,6 +476,15 @@ TEST(RotaryTest, MatchesTheReferenceAndKeepsRelativePositions) {
 
 TEST(PositionsTest, SinusoidalMatchesTheReference) {
   ExpectNear(Read<2>("sinusoidal"), SinusoidalPositions(7, 6), "table", 1e-6);
+}
+
+TEST(RotaryTest, GradientMatchesFiniteDifferences) {
+  Generator generator(13);
+  EXPECT_TRUE(testing::Gradcheck(
+      [](std::span<const TensorBase> in) {
+        return ApplyRotary(Tensor<4>(in[0]), 2).base();
+      },
+      {testing::RandomLeaf({1, 2, 3, 6}, generator)}));
 }
 
 TEST(PositionsTest, LearnedTableGivesItsFirstRows) {

@@ -29,6 +29,23 @@ std::optional<Tensor<4>> FusedAttention(const Tensor<4>& q, const Tensor<4>& k,
       FusedAttentionKernels::Backward(device);
   if (forward == nullptr || backward == nullptr) return std::nullopt;
   if (k.dtype() != q.dtype() || v.dtype() != q.dtype()) return std::nullopt;
+  // The kernels index by these sizes: a mismatch would read out of bounds.
+  KINDLING_CHECK(q.dim(0) == k.dim(0) && q.dim(1) == k.dim(1) &&
+                     q.dim(3) == k.dim(3) && k.dim(0) == v.dim(0) &&
+                     k.dim(1) == v.dim(1) && k.dim(2) == v.dim(2) &&
+                     k.device() == q.device() && v.device() == q.device(),
+                 "FusedAttention: q %s, k %s and v %s do not fit ([B, H, T, "
+                 "Dh], [B, H, S, Dh], [B, H, S, Dv], one device)",
+                 q.shape().ToString(), k.shape().ToString(),
+                 v.shape().ToString());
+  KINDLING_CHECK(
+      !padding.defined() ||
+          (padding.dtype() == DType::kBool && padding.is_contiguous() &&
+           padding.shape() == Shape{q.dim(0), k.dim(2)} &&
+           padding.device() == q.device()),
+      "FusedAttention: the key padding mask %s must be contiguous Bool "
+      "[B=%d, S=%d] on %s",
+      padding.ToString(), q.dim(0), k.dim(2), q.device().ToString());
   const FusedAttentionShape shape{
       .batch = q.dim(0),
       .heads = q.dim(1),

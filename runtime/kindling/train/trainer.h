@@ -163,8 +163,8 @@ class Trainer {
   // StepFn: one batch's scalar loss, computed on the autodiff graph.
   using StepFn = std::function<Tensor<0>(const M& model, const BatchType& batch,
                                          StepContext& context)>;
-  // EvalFn: the model's metrics, called in inference mode under
-  // NoGradGuard at each epoch's end; may be empty.
+  // EvalFn: the model's metrics, called under NoGradGuard at each epoch's
+  // end (it runs the model in inference mode itself); may be empty.
   using EvalFn = std::function<Metrics(const M& model)>;
 
   // The trainer keeps references to model, optimizer and loader.
