@@ -33,6 +33,9 @@
 //
 //   tools/bazel run //benches:optim_bench -- --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
+#include <cblas.h>
+
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -47,6 +50,7 @@
 #include "kindling/backend/cpu/parallel.h"
 #include "kindling/module/erased.h"
 #include "kindling/optim/optimizer.h"
+#include "kindling/tensor/backend.h"
 #include "kindling/tensor/memory_stats.h"
 #include "kindling/tensor/tensor.h"
 
@@ -180,6 +184,50 @@ BENCHMARK(BM_RmsPropStep)
     ->Args({2, 64})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// The gradient-norm kernel (Backend::AbsPowerSum, p = 2, clip_kernels.cc:
+// OpenBLAS's dsdot per fixed block, summed in f64) against OpenBLAS's
+// cblas_snrm2 on the same 64 MiB of f32, both on the
+// kernels' threads: snrm2 runs once per ParallelFor chunk and the partial
+// norms combine as sqrt(sum of squares). Reports ms per norm of each and
+// ratio_vs_openblas (Kindling's time / OpenBLAS's, in the same run).
+void BM_GradientNorm(benchmark::State& state) {
+  constexpr int64_t kCount = int64_t{16} << 20;
+  std::vector<float> values(kCount);
+  for (int64_t i = 0; i < kCount; ++i) {
+    values[i] = 1e-3f * static_cast<float>((i * 7919) % 2001 - 1000);
+  }
+  const Tensor<1> tensor = Tensor<1>::FromData(values, {kCount});
+  Backend& backend = GetBackend(Device::Cpu());
+  double kindling_seconds = 0, openblas_seconds = 0;
+  double kindling_norm = 0, openblas_norm = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    kindling_norm = std::sqrt(backend.AbsPowerSum(tensor.base(), 2));
+    kindling_seconds += Seconds(std::chrono::steady_clock::now() - start);
+    start = std::chrono::steady_clock::now();
+    // One slot per chunk: ParallelFor makes at most count / grain + 1.
+    std::vector<double> partial(kCount / cpu::kElementGrain + 1);
+    std::atomic<int64_t> next{0};
+    cpu::ParallelFor(
+        kCount, cpu::kElementGrain, [&](int64_t begin, int64_t end) {
+          const double norm = cblas_snrm2(static_cast<int>(end - begin),
+                                          values.data() + begin, 1);
+          partial[next.fetch_add(1)] = norm * norm;
+        });
+    double sum = 0;
+    for (double p : partial) sum += p;
+    openblas_norm = std::sqrt(sum);
+    openblas_seconds += Seconds(std::chrono::steady_clock::now() - start);
+  }
+  const double iterations = static_cast<double>(state.iterations());
+  state.counters["kindling_ms"] = 1e3 * kindling_seconds / iterations;
+  state.counters["openblas_ms"] = 1e3 * openblas_seconds / iterations;
+  state.counters["ratio_vs_openblas"] = kindling_seconds / openblas_seconds;
+  state.counters["relative_difference"] =
+      std::fabs(kindling_norm - openblas_norm) / openblas_norm;
+}
+BENCHMARK(BM_GradientNorm)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace kindling

@@ -1,6 +1,8 @@
 // Gradient-clipping kernels for the CPU backend (see clip_kernels.h).
 #include "kindling/backend/cpu/clip_kernels.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -33,6 +35,23 @@ double AbsPowerSumBlock(const T* data, int64_t begin, int64_t end, double p) {
       total = x > total || x != x ? x : total;  // NaN propagates
     }
   } else if (p == 2) {
+    // OpenBLAS's dot of the block with itself, accumulated in f64 (dsdot
+    // for f32, ddot for f64). On optim_bench's BM_GradientNorm the loop below
+    // took 4.0x the time of OpenBLAS's snrm2 over the same 64 MiB (whose f32
+    // result misses the f64 contract); this path takes 0.61x of snrm2's time. A
+    // non-finite block takes the loop, whose NaN and inf handling is
+    // specified.
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const int n = static_cast<int>(end - begin);
+      const T* x = data + begin;
+      double sum;
+      if constexpr (std::is_same_v<T, float>) {
+        sum = cblas_dsdot(n, x, 1, x, 1);
+      } else {
+        sum = cblas_ddot(n, x, 1, x, 1);
+      }
+      if (std::isfinite(sum)) return sum;
+    }
     for (int64_t i = begin; i < end; ++i) {
       const double x = ToDouble(data[i]);
       total += x * x;
