@@ -24,6 +24,7 @@ files then use it under that name, and it must provide the targets they use:
     @googletest//:gtest, @googletest//:gtest_main
     @benchmark//:benchmark, @benchmark//:benchmark_main
     @openblas//:openblas, @zlib//:zlib, @minizip//:minizip, @llvm//:clang
+    @gloo//:gloo, @mpi//:mpi, @openssl//:crypto
     @cuda//:headers, @cuda//:cudart, @cuda//:cublas
 
 A differently named copy is mapped onto these names with the `repo_mapping`
@@ -43,6 +44,12 @@ _SYSTEM_REPOSITORIES = {
     "llvm": ("/usr/lib/llvm-14", Label("//third_party:llvm.BUILD")),
     "zlib": ("/usr", Label("//third_party:zlib.BUILD")),
     "minizip": ("/usr", Label("//third_party:minizip.BUILD")),
+    # The data-parallel engines (runtime/kindling/distributed): Gloo (TCP),
+    # Open MPI (its headers under /usr/lib/x86_64-linux-gnu/openmpi), and
+    # OpenSSL's libcrypto for the rendezvous store's HMAC.
+    "gloo": ("/usr", Label("//third_party:gloo.BUILD")),
+    "mpi": ("/usr", Label("//third_party:mpi.BUILD")),
+    "openssl": ("/usr", Label("//third_party:openssl.BUILD")),
     # The CUDA Toolkit (nvcc, cudart, cuBLAS), used only by --config=cuda
     # builds (runtime/cuda.bzl); the default build never reads it.
     "cuda": ("/usr/local/cuda", Label("//third_party/cuda:cuda.BUILD")),

@@ -18,17 +18,27 @@ void CheckOptions(const DataLoaderOptions& options) {
                      options.prefetch_batches <= kMaxPrefetchBatches,
                  "DataLoader: prefetch_batches %d is outside 0..%d",
                  options.prefetch_batches, kMaxPrefetchBatches);
+  KINDLING_CHECK(options.shard_count >= 1 && options.shard_index >= 0 &&
+                     options.shard_index < options.shard_count,
+                 "DataLoader: shard_index %d is outside 0..shard_count-1 "
+                 "(shard_count %d)",
+                 options.shard_index, options.shard_count);
+}
+
+int64_t GlobalBatch(const DataLoaderOptions& options) {
+  return options.batch_size * options.shard_count;
 }
 
 int64_t EpochEnd(int64_t size, const DataLoaderOptions& options) {
-  return options.drop_last ? size / options.batch_size * options.batch_size
-                           : size;
+  const int64_t global = GlobalBatch(options);
+  const int64_t full = size / global * global;
+  // A tail every rank gets a sample of, unless drop_last.
+  return options.drop_last || size - full < options.shard_count ? full : size;
 }
 
 int64_t BatchesPerEpoch(int64_t size, const DataLoaderOptions& options) {
-  return options.drop_last
-             ? size / options.batch_size
-             : (size + options.batch_size - 1) / options.batch_size;
+  const int64_t global = GlobalBatch(options);
+  return (EpochEnd(size, options) + global - 1) / global;
 }
 
 absl::Status CheckRestore(const LoaderState& state, int64_t size) {

@@ -23,6 +23,19 @@
 // batch_size; the last, smaller batch is kept unless drop_last is set. The
 // order depends only on seed and epoch, so it is the same on every run.
 //
+// Sharding (data parallelism). With shard_count = N ranks and shard_index =
+// this rank, every rank walks the same epoch order (same seed) cut into
+// global batches of batch_size * N samples, and takes its own slice of each:
+// rank r gets samples [r * batch_size, (r + 1) * batch_size) of a global
+// batch. The ranks' slices are disjoint, cover the epoch, and every rank has
+// the same number of batches, so a data-parallel step averages the same
+// global batch a single process with batch_size * N would see. An epoch's
+// last, smaller global batch is split in N near-equal slices (sizes differ
+// by at most one); if it has fewer than N samples it is skipped. state()
+// counts global positions, identical on every rank, so one checkpoint
+// resumes any world size: the new ranks continue from the same place of the
+// same order, cut into their own slices.
+//
 // Resuming. state() is where the consumer is: the seed, the epoch, and how
 // many samples of it Next() has returned (batches prepared ahead but not yet
 // returned do not count). Saving it with a checkpoint and passing it to
@@ -75,6 +88,11 @@ struct DataLoaderOptions {
   // ahead (the queue bound); 0 builds batches in Next() with no thread.
   // REQUIRES: 0..8.
   int prefetch_batches = 2;
+  // shard_count ranks share each epoch; this loader yields the slices of
+  // rank shard_index (see "Sharding" above). REQUIRES: 0 <= shard_index <
+  // shard_count.
+  int shard_index = 0;
+  int shard_count = 1;
 };
 
 // The parts of the loader that do not depend on the data set's type
@@ -82,7 +100,10 @@ struct DataLoaderOptions {
 namespace loader_internal {
 // CheckOptions() aborts naming a field outside its documented range.
 void CheckOptions(const DataLoaderOptions& options);
-// EpochEnd() is how many of `size` samples an epoch visits.
+// GlobalBatch() is batch_size * shard_count: the samples one step of all
+// ranks together consumes.
+int64_t GlobalBatch(const DataLoaderOptions& options);
+// EpochEnd() is how many of `size` samples an epoch visits (all ranks).
 int64_t EpochEnd(int64_t size, const DataLoaderOptions& options);
 // BatchesPerEpoch() is how many batches an epoch of `size` samples has.
 int64_t BatchesPerEpoch(int64_t size, const DataLoaderOptions& options);
@@ -149,7 +170,8 @@ class DataLoader {
   // --- Implementation details follow ------------------------------------
 
  private:
-  // Item: a gathered batch with its sample count and place in the epoch.
+  // Item: a gathered batch with the epoch's samples it consumes (all
+  // ranks' slices) and its place in the epoch.
   struct Item {
     BatchType batch;
     int64_t samples;
@@ -166,8 +188,9 @@ class DataLoader {
         : dataset_(dataset),
           options_(options),
           cursor_(start),
-          batch_index_((start.position + options.batch_size - 1) /
-                       options.batch_size) {}
+          batch_index_(
+              (start.position + loader_internal::GlobalBatch(options) - 1) /
+              loader_internal::GlobalBatch(options)) {}
     std::optional<Item> Produce();
 
    private:
@@ -260,10 +283,17 @@ std::optional<typename DataLoader<D>::Item> DataLoader<D>::Producer::Produce() {
     }
     order_epoch_ = cursor_.epoch;
   }
-  const int64_t begin = cursor_.position;
-  const int64_t end = std::min(begin + options_.batch_size, epoch_end);
+  // This rank's slice of the global batch [global_begin, global_end).
+  const int64_t global_begin = cursor_.position;
+  const int64_t global_end = std::min(
+      global_begin + loader_internal::GlobalBatch(options_), epoch_end);
+  const int64_t length = global_end - global_begin;
+  const int64_t begin =
+      global_begin + length * options_.shard_index / options_.shard_count;
+  const int64_t end =
+      global_begin + length * (options_.shard_index + 1) / options_.shard_count;
   const std::span<const int64_t> indices(order_.data() + begin, end - begin);
-  Item item{dataset_.Gather(indices), end - begin, batch_index_++};
+  Item item{dataset_.Gather(indices), length, batch_index_++};
   if constexpr (requires(BatchType & b) {
                   b.epoch = int64_t{};
                   b.index = int64_t{};
@@ -271,7 +301,7 @@ std::optional<typename DataLoader<D>::Item> DataLoader<D>::Producer::Produce() {
     item.batch.epoch = cursor_.epoch;
     item.batch.index = item.index;
   }
-  cursor_.position = end;
+  cursor_.position = global_end;
   return item;
 }
 

@@ -30,6 +30,24 @@
 // Image classification is one use of it: classifier.h gives a ready
 // ClassifierTrainer (cross-entropy, test-set accuracy).
 //
+// Data parallel: with `communicator` set to a world of N ranks (every rank
+// runs the same program with its own shard of the data: DataLoaderOptions'
+// shard_index / shard_count), Run() first makes every rank start from rank
+// 0's parameters and buffers (distributed/module_sync.h: lazy parameters
+// initialize on rank 0 only), then each step averages the gradients over
+// the ranks while backward runs (distributed/gradient_sync.h) and agrees on
+// the mean loss and on whether to stop, in one small all-reduce. Only rank
+// 0 prints progress, evaluates and writes checkpoints (every rank's model is
+// the same); `resume` makes every rank load out_dir's latest checkpoint,
+// so out_dir must be a path every rank reads (one machine, or a shared
+// file system), and the ranks check they resumed the same step. The
+// collective timeout must exceed rank 0's evaluation and checkpoint time,
+// which the other ranks spend waiting in the next step.
+//
+// Stopping: SIGINT, SIGTERM and SIGUSR1 (interrupt.h) stop between two
+// steps — on N ranks at the same step, agreed through the communicator —
+// after rank 0 saved a checkpoint; TrainReport::stop_signal says which.
+//
 // Progress: progress.h (a live line on a terminal, plain lines otherwise).
 // Devices: the model may live on any one device (ToDevice(model, cuda:0));
 // the context names it, and the step function moves its batch there.
@@ -43,6 +61,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,6 +74,9 @@
 #include "kindling/autodiff/backward.h"
 #include "kindling/core/status_macros.h"
 #include "kindling/data/loader_state.h"
+#include "kindling/distributed/communicator.h"
+#include "kindling/distributed/gradient_sync.h"
+#include "kindling/distributed/module_sync.h"
 #include "kindling/module/module_traits.h"
 #include "kindling/nn/forward_mode.h"
 #include "kindling/optim/optimizer.h"
@@ -87,8 +109,13 @@ struct TrainerOptions {
   double label_smoothing = 0;
   ProgressOptions progress{};
   // on_step, when set, sees every step's loss (the run's step number, from
-  // 1). It reads the loss back to the host every step.
+  // 1; with several ranks, this rank's loss). It reads the loss back to the
+  // host every step.
   std::function<void(int64_t step, double loss)> on_step = nullptr;
+  // communicator: train data-parallel over its ranks (see above); not
+  // owned, must outlive Run(). Null or a world of one: this process alone.
+  distributed::Communicator* communicator = nullptr;
+  distributed::GradientSyncOptions gradient_sync{};
 };
 
 // StepContext: what a step function gets besides the model and the batch.
@@ -131,8 +158,13 @@ struct TrainReport {
   int64_t steps = 0;    // steps run in this process
   int64_t samples = 0;  // samples trained on in this process
   double train_seconds = 0;
-  // stopped_early: Ctrl-C or max_steps ended the run before `epochs`.
+  // stopped_early: a signal or max_steps ended the run before `epochs`.
   bool stopped_early = false;
+  // stop_signal: the signal that stopped it (SIGINT, SIGTERM, SIGUSR1; on
+  // any rank), 0 if none did.
+  int stop_signal = 0;
+  // communication: the data-parallel gradient all-reduces (zero alone).
+  distributed::GradientSyncStats communication;
   // resumed_from: the checkpoint directory the run continued from, if any.
   std::string resumed_from;
   TrainState final_state;
@@ -182,8 +214,10 @@ class Trainer {
   [[nodiscard]] absl::StatusOr<TrainReport> Run();
 
   // Step() trains on one batch and returns its loss (read back to the
-  // host). InvalidArgument when the model is spread over several devices.
+  // host; this rank's). InvalidArgument when the model is spread over
+  // several devices.
   [[nodiscard]] absl::StatusOr<double> Step(const BatchType& batch) {
+    KINDLING_RETURN_IF_ERROR(StartDistributed());
     absl::StatusOr<Tensor<0>> loss = StepOnDevice(batch);
     if (!loss.ok()) return loss.status();
     return static_cast<double>(loss->template item<float>());
@@ -205,6 +239,12 @@ class Trainer {
                       .step = optimizer_.step_count(),
                       .loader = loader_.state(),
                       .dropout = rng_.state()};
+  }
+
+  // is_root() is true on rank 0 (and alone): the rank that prints,
+  // evaluates and saves.
+  bool is_root() const {
+    return Distributed() == nullptr || Distributed()->rank() == 0;
   }
 
   // Save() writes a training checkpoint of state() to out_dir.
@@ -233,8 +273,22 @@ class Trainer {
             optimizer_.step_count() >= options_.max_steps);
   }
   absl::Status SaveIfConfigured() const {
-    return options_.out_dir.empty() ? absl::OkStatus() : Save();
+    return options_.out_dir.empty() || !is_root() ? absl::OkStatus() : Save();
   }
+  // Distributed() is the communicator when there are several ranks.
+  distributed::Communicator* Distributed() const {
+    distributed::Communicator* comm = options_.communicator;
+    return comm != nullptr && comm->world_size() > 1 ? comm : nullptr;
+  }
+  // StartDistributed() broadcasts rank 0's model and starts the gradient
+  // synchronization, once (nothing alone).
+  absl::Status StartDistributed();
+  // AgreeOnStep() all-reduces this rank's loss and stop request: the mean
+  // loss over ranks, and whether any rank asked to stop. Alone, it returns
+  // them as they are.
+  absl::StatusOr<std::pair<double, bool>> AgreeOnStep(double loss, bool stop);
+  // AgreeOnResume() checks every rank resumed the same step.
+  absl::Status AgreeOnResume() const;
 
   M& model_;
   Optimizer& optimizer_;
@@ -243,6 +297,7 @@ class Trainer {
   EvalFn evaluate_;
   TrainerOptions options_;
   PhiloxGenerator rng_;
+  std::unique_ptr<distributed::GradientSync> sync_;
 };
 
 // Deduces Trainer<M, Loader> from the model and the loader, whatever the
@@ -275,9 +330,51 @@ absl::StatusOr<Tensor<0>> Trainer<M, Loader>::StepOnDevice(
                       .step = optimizer_.step_count() + 1,
                       .device = *device};
   const Tensor<0> loss = step_(model_, batch, context);
-  const Gradients grads = Backward(loss);
+  BackwardOptions backward;
+  if (sync_ != nullptr) backward.on_gradient_ready = sync_->Hook();
+  const Gradients grads = Backward(loss, backward);
+  if (sync_ != nullptr) KINDLING_RETURN_IF_ERROR(sync_->Finish());
   KINDLING_RETURN_IF_ERROR(optimizer_.Step(model_, grads));
   return loss.detach();
+}
+
+template <Module M, BatchLoader Loader>
+absl::Status Trainer<M, Loader>::StartDistributed() {
+  distributed::Communicator* comm = Distributed();
+  if (comm == nullptr || sync_ != nullptr) return absl::OkStatus();
+  KINDLING_RETURN_IF_ERROR(distributed::BroadcastModule(model_, *comm));
+  sync_ = std::make_unique<distributed::GradientSync>(*comm,
+                                                      options_.gradient_sync);
+  return absl::OkStatus();
+}
+
+template <Module M, BatchLoader Loader>
+absl::StatusOr<std::pair<double, bool>> Trainer<M, Loader>::AgreeOnStep(
+    double loss, bool stop) {
+  distributed::Communicator* comm = Distributed();
+  if (comm == nullptr) return std::make_pair(loss, stop);
+  double values[2] = {loss, stop ? 1.0 : 0.0};
+  KINDLING_RETURN_IF_ERROR(
+      comm->AllReduce(values, 2, DType::kF64, distributed::ReduceOp::kSum));
+  return std::make_pair(values[0] / comm->world_size(), values[1] > 0);
+}
+
+template <Module M, BatchLoader Loader>
+absl::Status Trainer<M, Loader>::AgreeOnResume() const {
+  distributed::Communicator* comm = Distributed();
+  if (comm == nullptr) return absl::OkStatus();
+  const int64_t step = optimizer_.step_count();
+  int64_t extremes[2] = {step, -step};  // max of both: the max and the min
+  KINDLING_RETURN_IF_ERROR(
+      comm->AllReduce(extremes, 2, DType::kI64, distributed::ReduceOp::kMax));
+  if (extremes[0] != -extremes[1]) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "resume: the ranks resumed different steps (from %d to %d; rank %d "
+        "at %d); every rank must read the same out_dir (%s), on one machine "
+        "or a shared file system",
+        -extremes[1], extremes[0], comm->rank(), step, options_.out_dir));
+  }
+  return absl::OkStatus();
 }
 
 template <Module M, BatchLoader Loader>
@@ -299,41 +396,57 @@ absl::StatusOr<bool> Trainer<M, Loader>::RunEpoch(TrainReport& report,
                                                   ProgressPrinter& progress) {
   const int64_t epoch = loader_.state().epoch;
   progress.StartEpoch();
-  std::optional<Tensor<0>> loss_sum;  // on the model's device
+  // Alone, the loss is summed on the model's device and read back only
+  // when a line is printed; with several ranks each step's mean over ranks
+  // comes back with the stop agreement.
+  std::optional<Tensor<0>> loss_sum;
+  double global_loss_sum = 0;
+  const bool distributed = Distributed() != nullptr;
   int64_t steps = 0;
   int64_t samples = 0;
   const Clock::time_point start = Clock::now();
-  bool stop = ShouldStop();
+  absl::StatusOr<std::pair<double, bool>> agreed = AgreeOnStep(0, ShouldStop());
+  if (!agreed.ok()) return agreed.status();
+  bool stop = agreed->second;
+  auto mean_loss = [&]() -> double {
+    if (steps == 0) return 0.0;
+    return distributed ? global_loss_sum / steps
+                       : loss_sum->template item<float>() / steps;
+  };
   while (!stop) {
     std::optional<BatchType> batch = loader_.Next();
     if (!batch.has_value()) break;
     absl::StatusOr<Tensor<0>> loss = StepOnDevice(*batch);
     if (!loss.ok()) return loss.status();
-    {
+    if (options_.on_step) {
+      options_.on_step(optimizer_.step_count(), loss->template item<float>());
+    }
+    if (distributed) {
+      agreed = AgreeOnStep(loss->template item<float>(), ShouldStop());
+      if (!agreed.ok()) return agreed.status();
+      global_loss_sum += agreed->first;
+      stop = agreed->second;
+    } else {
       NoGradGuard no_grad;
       loss_sum = loss_sum.has_value() ? *loss_sum + *loss : *loss;
+      stop = ShouldStop();
     }
     ++steps;
     const int64_t batch_samples = SamplesOf(*batch);
     samples += batch_samples;
     const int64_t step_in_epoch = loader_.batch_index() + 1;
-    if (options_.on_step) {
-      options_.on_step(optimizer_.step_count(), loss->template item<float>());
-    }
-    // The running mean is read back only when a line is printed.
-    progress.OnStep(
-        epoch, step_in_epoch, optimizer_.step_count(),
-        [&] { return loss_sum->template item<float>() / steps; },
-        batch_samples);
-    stop = ShouldStop();
+    progress.OnStep(epoch, step_in_epoch, optimizer_.step_count(), mean_loss,
+                    batch_samples);
   }
   const double seconds =
       std::chrono::duration<double>(Clock::now() - start).count();
   report.steps += steps;
   report.samples += samples;
   report.train_seconds += seconds;
+  if (sync_ != nullptr) report.communication = sync_->stats();
   if (stop) {
     report.stopped_early = true;
+    report.stop_signal = InterruptSignal();
     KINDLING_RETURN_IF_ERROR(SaveIfConfigured());
     progress.Line(absl::StrFormat(
         "stopped at epoch %d, step %d%s", epoch + 1, optimizer_.step_count(),
@@ -343,8 +456,8 @@ absl::StatusOr<bool> Trainer<M, Loader>::RunEpoch(TrainReport& report,
   }
   EpochReport epoch_report{
       .epoch = epoch,
-      .train_loss = steps > 0 ? loss_sum->template item<float>() / steps : 0.0,
-      .metrics = Evaluate(),
+      .train_loss = mean_loss(),
+      .metrics = is_root() ? Evaluate() : Metrics{},
       .seconds = seconds,
       .samples_per_second = seconds > 0 ? samples / seconds : 0};
   report.epochs.push_back(epoch_report);
@@ -371,13 +484,17 @@ absl::StatusOr<TrainReport> Trainer<M, Loader>::Run() {
       return resumed.status();
     }
   }
+  KINDLING_RETURN_IF_ERROR(AgreeOnResume());
+  KINDLING_RETURN_IF_ERROR(StartDistributed());
   const int64_t steps_per_epoch = loader_.batches_per_epoch();
   int64_t total_steps = options_.epochs * steps_per_epoch;
   if (options_.max_steps > 0) {
     total_steps = std::min(total_steps, options_.max_steps);
   }
+  ProgressOptions progress_options = options_.progress;
+  if (!is_root()) progress_options.quiet = true;
   ProgressPrinter progress(options_.epochs, steps_per_epoch, total_steps,
-                           options_.progress);
+                           progress_options);
   if (!report.resumed_from.empty()) {
     progress.Line(absl::StrFormat("resumed from %s (epoch %d, step %d)",
                                   report.resumed_from, state().epoch + 1,

@@ -1,0 +1,154 @@
+#include "kindling/distributed/gradient_sync.h"
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+
+namespace kindling::distributed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+int64_t BytesOf(const TensorBase& tensor) {
+  return tensor.numel() * static_cast<int64_t>(tensor.element_size());
+}
+
+}  // namespace
+
+GradientSync::GradientSync(Communicator& comm, GradientSyncOptions options)
+    : comm_(comm), options_(options) {
+  if (comm_.world_size() > 1) thread_ = std::thread([this] { ThreadLoop(); });
+}
+
+GradientSync::~GradientSync() {
+  {
+    absl::MutexLock lock(&mutex_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+std::function<void(ParamId, const TensorBase&)> GradientSync::Hook() {
+  return [this](ParamId, const TensorBase& grad) { OnGradientReady(grad); };
+}
+
+void GradientSync::OnGradientReady(const TensorBase& grad) {
+  if (comm_.world_size() == 1) return;
+  // A bucket holds one dtype: a gradient of another closes it.
+  if (!filling_.grads.empty() &&
+      filling_.grads.front().dtype() != grad.dtype()) {
+    Enqueue();
+  }
+  filling_.grads.push_back(grad);
+  filling_.bytes += BytesOf(grad);
+  if (filling_.bytes >= options_.bucket_bytes) Enqueue();
+}
+
+void GradientSync::Enqueue() {
+  if (filling_.grads.empty()) return;
+  filling_.index = buckets_this_step_++;
+  absl::MutexLock lock(&mutex_);
+  ++in_flight_;
+  queue_.push_back(std::move(filling_));
+  filling_ = Bucket{};
+}
+
+absl::Status GradientSync::Finish() {
+  if (comm_.world_size() == 1) return absl::OkStatus();
+  Enqueue();
+  const Clock::time_point start = Clock::now();
+  absl::MutexLock lock(&mutex_);
+  mutex_.Await(absl::Condition(
+      +[](int* in_flight) { return *in_flight == 0; }, &in_flight_));
+  buckets_this_step_ = 0;
+  ++stats_.steps;
+  stats_.exposed_seconds += SecondsSince(start);
+  return error_;
+}
+
+GradientSyncStats GradientSync::stats() const {
+  absl::MutexLock lock(&mutex_);
+  return stats_;
+}
+
+void GradientSync::ThreadLoop() {
+  for (;;) {
+    Bucket bucket;
+    {
+      absl::MutexLock lock(&mutex_);
+      mutex_.Await(absl::Condition(
+          +[](GradientSync* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mutex_) {
+            return self->stopping_ || !self->queue_.empty();
+          },
+          this));
+      if (queue_.empty()) return;  // stopping, nothing left
+      bucket = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    const Clock::time_point start = Clock::now();
+    // After an error the rest of the step's buckets are dropped unsent.
+    bool failed;
+    {
+      absl::MutexLock lock(&mutex_);
+      failed = !error_.ok();
+    }
+    const absl::Status status = failed ? absl::OkStatus() : Reduce(bucket);
+    absl::MutexLock lock(&mutex_);
+    if (!status.ok() && error_.ok()) error_ = status;
+    stats_.buckets += 1;
+    stats_.bytes += bucket.bytes;
+    stats_.communication_seconds += SecondsSince(start);
+    --in_flight_;
+  }
+}
+
+absl::Status GradientSync::Reduce(Bucket& bucket) {
+  for (const TensorBase& grad : bucket.grads) {
+    if (grad.device() != comm_.device() || !grad.is_contiguous()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "GradientSync: a gradient of shape %s is on %s%s, but the %s "
+          "communicator reduces contiguous tensors on %s",
+          grad.shape().ToString(), grad.device().ToString(),
+          grad.is_contiguous() ? "" : " (not contiguous)", comm_.backend(),
+          comm_.device().ToString()));
+    }
+  }
+  const DType dtype = bucket.grads.front().dtype();
+  const int64_t element = static_cast<int64_t>(DTypeSize(dtype));
+  // A bucket of one gradient is reduced in place, without copies.
+  if (bucket.grads.size() == 1) {
+    return comm_.AllReduce(bucket.grads.front().data(),
+                           bucket.grads.front().numel(), dtype,
+                           ReduceOp::kAverage);
+  }
+  if (static_cast<int>(buffers_.size()) <= bucket.index) {
+    buffers_.resize(bucket.index + 1);
+  }
+  std::vector<uint8_t>& buffer = buffers_[bucket.index];
+  buffer.resize(bucket.bytes);
+  int64_t offset = 0;
+  for (const TensorBase& grad : bucket.grads) {
+    std::memcpy(buffer.data() + offset, grad.data(), BytesOf(grad));
+    offset += BytesOf(grad);
+  }
+  if (absl::Status status = comm_.AllReduce(
+          buffer.data(), bucket.bytes / element, dtype, ReduceOp::kAverage);
+      !status.ok()) {
+    return status;
+  }
+  offset = 0;
+  for (const TensorBase& grad : bucket.grads) {
+    std::memcpy(grad.data(), buffer.data() + offset, BytesOf(grad));
+    offset += BytesOf(grad);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kindling::distributed

@@ -1,0 +1,111 @@
+// GradientSync: averages gradients over all ranks while backward still runs
+// (data parallelism's one communication per step).
+//
+//   GradientSync sync(*comm);                     // one per training run
+//   BackwardOptions options{.on_gradient_ready = sync.Hook()};
+//   Gradients grads = Backward(loss, options);
+//   KINDLING_RETURN_IF_ERROR(sync.Finish());      // grads are now averages
+//
+// Backward hands each leaf's gradient to the hook as soon as it is final.
+// The hook packs gradients into buckets (about bucket_bytes each, one dtype
+// per bucket, in the order backward produces them, which is the same on
+// every rank for the same model) and queues each full bucket to a
+// communication thread, which copies the bucket's gradients into one
+// buffer, all-reduces it (average) and copies the result back into the
+// gradient tensors; meanwhile backward computes the earlier layers'
+// gradients. Finish() sends the last, partial bucket and waits for all.
+//
+// Every rank must produce the same gradients in the same order (the same
+// model, every parameter used each step); otherwise the ranks' buckets
+// differ and the all-reduce fails with an error (or, for equal sizes,
+// mixes unrelated gradients: keep the model identical).
+//
+// Gradient accumulation: run the micro-batches before the last without the
+// hook (their gradients summed locally), then the last one with it.
+#ifndef KINDLING_DISTRIBUTED_GRADIENT_SYNC_H_
+#define KINDLING_DISTRIBUTED_GRADIENT_SYNC_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "kindling/core/param_id.h"
+#include "kindling/distributed/communicator.h"
+#include "kindling/tensor/tensor_base.h"
+
+namespace kindling::distributed {
+
+struct GradientSyncOptions {
+  // bucket_bytes: a bucket is sent once it holds at least this many bytes.
+  int64_t bucket_bytes = int64_t{25} << 20;
+};
+
+// GradientSyncStats: where a step's communication time went.
+struct GradientSyncStats {
+  int64_t steps = 0;
+  int64_t buckets = 0;
+  int64_t bytes = 0;
+  // communication_seconds: the thread's time in all-reduces and copies.
+  double communication_seconds = 0;
+  // exposed_seconds: the time Finish() waited after backward returned; the
+  // rest of communication_seconds was hidden behind backward.
+  double exposed_seconds = 0;
+};
+
+class GradientSync {
+ public:
+  explicit GradientSync(Communicator& comm, GradientSyncOptions options = {});
+  ~GradientSync();
+  GradientSync(const GradientSync&) = delete;
+  GradientSync& operator=(const GradientSync&) = delete;
+
+  // Hook() is the function for BackwardOptions::on_gradient_ready.
+  std::function<void(ParamId, const TensorBase&)> Hook();
+
+  // OnGradientReady() adds a gradient to the current bucket (what Hook()
+  // calls). The gradient must stay untouched until Finish() returns.
+  void OnGradientReady(const TensorBase& grad);
+
+  // Finish() sends the partial bucket and waits for every all-reduce of
+  // this step: then every gradient passed in holds the average over ranks.
+  // Returns the first error (a gradient on another device than the
+  // communicator's, a lost peer), which ends the step.
+  [[nodiscard]] absl::Status Finish();
+
+  GradientSyncStats stats() const;
+
+ private:
+  struct Bucket {
+    std::vector<TensorBase> grads;
+    int64_t bytes = 0;
+    int index = 0;  // its place in the step, to reuse its buffer
+  };
+
+  void Enqueue();
+  void ThreadLoop();
+  absl::Status Reduce(Bucket& bucket);
+
+  Communicator& comm_;
+  const GradientSyncOptions options_;
+  // The bucket being filled (by backward's thread only).
+  Bucket filling_;
+  int buckets_this_step_ = 0;
+  // One buffer per bucket index, kept across steps (thread only).
+  std::vector<std::vector<uint8_t>> buffers_;
+
+  mutable absl::Mutex mutex_;
+  std::deque<Bucket> queue_ ABSL_GUARDED_BY(mutex_);
+  int in_flight_ ABSL_GUARDED_BY(mutex_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mutex_);
+  GradientSyncStats stats_ ABSL_GUARDED_BY(mutex_);
+  std::thread thread_;
+};
+
+}  // namespace kindling::distributed
+
+#endif  // KINDLING_DISTRIBUTED_GRADIENT_SYNC_H_

@@ -1,0 +1,148 @@
+// collectives_worker: one rank of an MPI job that checks the MPI
+// Communicator (mpi_collectives_test.sh and mpi_timeout_test.sh run it under
+// mpirun).
+//
+//   mpirun -np 3 collectives_worker                  # RunCollectiveChecks()
+//   mpirun -np 2 collectives_worker --max_count=1000 # same, in 1000-element
+//                                                    # MPI calls
+//   mpirun -np 2 collectives_worker --mode=skip --timeout_s=2
+//       # rank 1 skips an AllReduce: the others must get DeadlineExceeded
+//   mpirun -np 2 collectives_worker --mode=die
+//       # rank 1 ends without MPI_Finalize during an AllReduce
+//
+// Every rank prints `rank R: N failures` last (mode die: the surviving
+// ranks, if mpirun lets them) and exits 0 iff N is 0.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "kindling/distributed/communicator.h"
+#include "kindling/distributed/mpi_communicator.h"
+#include "tests/distributed/collective_checks.h"
+
+ABSL_FLAG(std::string, mode, "checks",
+          "checks: RunCollectiveChecks(); skip: rank 1 skips an AllReduce; "
+          "die: rank 1 ends during an AllReduce");
+ABSL_FLAG(double, timeout_s, 60, "the communicator's timeout in seconds");
+ABSL_FLAG(int, max_count, 0,
+          "if positive, the most elements (bytes) one MPI call moves");
+
+namespace kindling::distributed {
+namespace {
+
+constexpr int kSilentRank = 1;
+
+// Report() prints a check's line and counts a failure.
+void Report(const std::string& name, const absl::Status& status,
+            int* failures) {
+  if (status.ok()) {
+    std::printf("PASS %s\n", name.c_str());
+  } else {
+    ++*failures;
+    std::printf("FAIL %s: %s\n", name.c_str(), status.ToString().c_str());
+  }
+  std::fflush(stdout);
+}
+
+// ExpectTimeout(): an AllReduce that rank 1 never joins ends in
+// DeadlineExceeded naming it, after the timeout and not much later; the
+// broken communicator then refuses a Barrier at once.
+int ExpectTimeout(Communicator& comm) {
+  int failures = 0;
+  std::vector<float> data(1000, 1.0f);
+  const absl::Time start = absl::Now();
+  const absl::Status status =
+      comm.AllReduce(data.data(), data.size(), DType::kF32, ReduceOp::kSum);
+  const absl::Duration took = absl::Now() - start;
+  std::printf("rank %d: AllReduce returned after %s: %s\n", comm.rank(),
+              absl::FormatDuration(took).c_str(), status.ToString().c_str());
+  Report("AllReduce without a peer is DeadlineExceeded naming AllReduce",
+         absl::IsDeadlineExceeded(status) &&
+                 absl::StrContains(status.message(), "AllReduce") &&
+                 absl::StrContains(status.message(), "1000")
+             ? absl::OkStatus()
+             : absl::InternalError(status.ToString()),
+         &failures);
+  const absl::Duration margin = absl::Seconds(2);
+  Report("it returns within the timeout and a margin",
+         took >= comm.timeout() && took <= comm.timeout() + margin
+             ? absl::OkStatus()
+             : absl::InternalError(absl::StrFormat(
+                   "took %s with a timeout of %s", absl::FormatDuration(took),
+                   absl::FormatDuration(comm.timeout()))),
+         &failures);
+  const absl::Time barrier_start = absl::Now();
+  const absl::Status barrier = comm.Barrier();
+  const absl::Duration barrier_took = absl::Now() - barrier_start;
+  Report("the broken communicator refuses a Barrier at once",
+         absl::IsFailedPrecondition(barrier) &&
+                 barrier_took < absl::Milliseconds(100)
+             ? absl::OkStatus()
+             : absl::InternalError(absl::StrFormat(
+                   "after %s: %s", absl::FormatDuration(barrier_took),
+                   barrier.ToString())),
+         &failures);
+  return failures;
+}
+
+int Run() {
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  const absl::Duration timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  const int max_count = absl::GetFlag(FLAGS_max_count);
+  if (!StartedByMpirun()) {
+    std::printf("note: not started by mpirun; a world of one process\n");
+  }
+  absl::StatusOr<std::unique_ptr<Communicator>> comm =
+      max_count > 0 ? internal::ConnectMpiWithMaxCount(timeout, max_count)
+                    : ConnectMpi(timeout);
+  if (!comm.ok()) {
+    std::printf("ConnectMpi failed: %s\n", comm.status().ToString().c_str());
+    return 1;
+  }
+  const int rank = (*comm)->rank();
+  std::printf("rank %d: MPI thread level %s\n", rank, MpiThreadLevel().c_str());
+  int failures = 0;
+  if (mode == "checks") {
+    failures = RunCollectiveChecks(**comm);
+  } else if (mode == "skip" || mode == "die") {
+    if ((*comm)->world_size() <= kSilentRank) {
+      std::printf("mode %s needs at least 2 ranks\n", mode.c_str());
+      return 1;
+    }
+    if (rank == kSilentRank) {
+      std::printf("rank %d: %s instead of the AllReduce\n", rank,
+                  mode == "skip" ? "sleeping" : "ending");
+      std::fflush(stdout);
+      // die: end as a crash does, without MPI_Finalize or atexit handlers.
+      if (mode == "die") std::_Exit(3);
+      absl::SleepFor(timeout + absl::Seconds(3));
+      return 0;  // MPI_Finalize then waits until rank 0's MPI_Abort ends it
+    }
+    failures = ExpectTimeout(**comm);
+  } else {
+    std::printf("unknown --mode=%s\n", mode.c_str());
+    return 1;
+  }
+  std::printf("rank %d: %d failures\n", rank, failures);
+  std::fflush(stdout);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace kindling::distributed
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return kindling::distributed::Run();
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# mpi_collectives_test.sh WORKER: runs collectives_worker (RunCollectiveChecks
+# on the MPI communicator) under mpirun with 2, 3 and 4 ranks, and with 3 ranks
+# in MPI calls of at most 1000 elements (the splitting of buffers above
+# INT_MAX, reached with small ones). Every rank must print `rank R: 0
+# failures`. Each run takes 1-2 s on 2 cores.
+set -euo pipefail
+
+worker="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+readonly worker
+
+# Open MPI keeps its session directory under TMPDIR and reads ~/.openmpi:
+# both inside the test's own directory, so that concurrent tests and the
+# user's settings do not interfere.
+export HOME="${TEST_TMPDIR}" TMPDIR="${TEST_TMPDIR}"
+# --allow-run-as-root: CI containers run as root. --oversubscribe: more
+# ranks than cores. --bind-to none: ranks pinned to one core each would
+# fight over it when oversubscribed. plm isolated: launch on this machine
+# only, never through ssh. pml ob1 with btl self,vader: shared memory
+# between the ranks, no network interface needed. Single copy none: vader's
+# default single copy (CMA, process_vm_readv) is refused in containers
+# without CAP_SYS_PTRACE; copying through the shared segment always works.
+readonly mpirun_flags=(
+  --allow-run-as-root --oversubscribe --bind-to none
+  --mca plm isolated
+  --mca pml ob1 --mca btl self,vader
+  --mca btl_vader_single_copy_mechanism none
+)
+
+failed=0
+
+# run_job NP NAME [WORKER FLAGS...]: one mpirun, which must end within 60 s
+# with every rank reporting no failure.
+run_job() {
+  local np="$1" name="$2"
+  shift 2
+  local log="${TEST_TMPDIR}/${name}.log"
+  local start=${SECONDS}
+  local status=0
+  timeout 60 mpirun "${mpirun_flags[@]}" -np "${np}" "${worker}" "$@" \
+    >"${log}" 2>&1 || status=$?
+  echo "${name}: mpirun exited ${status} after $((SECONDS - start)) s"
+  local ok=1
+  if [[ ${status} -ne 0 ]]; then
+    [[ ${status} -eq 124 ]] && echo "${name}: mpirun did not end within 60 s"
+    ok=0
+  fi
+  for ((rank = 0; rank < np; ++rank)); do
+    if ! grep -q "^rank ${rank}: 0 failures$" "${log}"; then
+      echo "${name}: rank ${rank} did not report 0 failures"
+      ok=0
+    fi
+  done
+  if [[ ${ok} -eq 0 ]]; then
+    failed=1
+    grep -v '^PASS ' "${log}" || true
+  fi
+}
+
+run_job 2 np2
+run_job 3 np3
+run_job 4 np4
+run_job 3 np3_max_count_1000 --max_count=1000
+
+if [[ ${failed} -ne 0 ]]; then
+  echo "FAILED"
+  exit 1
+fi
+echo "PASSED"
