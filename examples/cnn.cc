@@ -11,6 +11,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "examples/cnn.kindling.h"
+#include "examples/data_parallel.h"
 #include "examples/train_classifier.h"
 #include "examples/train_flags.h"
 #include "kindling/data/data_loader.h"
@@ -32,9 +33,18 @@ kindling::Tensor<2> CnnLogits(const examples::Cnn& model,
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  kindling::train::SetCpuThreads(absl::GetFlag(FLAGS_threads));
+  // --nproc=N: this process only launches N ranks of itself.
+  if (std::optional<int> code = examples::LaunchRanksIfAsked(argc, argv)) {
+    return *code;
+  }
+  absl::StatusOr<examples::Job> job = examples::JoinJob();
+  if (!job.ok()) {
+    std::fprintf(stderr, "%s\n", job.status().ToString().c_str());
+    return 2;
+  }
+  kindling::train::SetCpuThreads(examples::ThreadsPerRank(*job));
   return examples::TrainClassifier<examples::Cnn>(
-      "cnn",
+      "cnn", *job,
       [](const kindling::Device& device) {
         return examples::CnnConfig{}.Init(device);
       },

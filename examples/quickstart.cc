@@ -15,12 +15,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_format.h"
+#include "examples/data_parallel.h"
 #include "examples/mlp.kindling.h"
 #include "examples/train_classifier.h"
 #include "examples/train_flags.h"
@@ -78,11 +80,20 @@ Tensor<2> MlpLogits(const examples::Mlp& model, const data::Batch& batch,
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  kindling::train::SetCpuThreads(absl::GetFlag(FLAGS_threads));
+  // --nproc=N: this process only launches N ranks of itself.
+  if (std::optional<int> code = examples::LaunchRanksIfAsked(argc, argv)) {
+    return *code;
+  }
+  absl::StatusOr<examples::Job> job = examples::JoinJob();
+  if (!job.ok()) {
+    std::fprintf(stderr, "%s\n", job.status().ToString().c_str());
+    return 2;
+  }
+  kindling::train::SetCpuThreads(examples::ThreadsPerRank(*job));
   LazyTour();
   std::printf("\nPart 2: ");
   return examples::TrainClassifier<examples::Mlp>(
-      "quickstart",
+      "quickstart", *job,
       [](const Device& device) { return examples::MlpConfig{}.Init(device); },
       MlpLogits);
 }

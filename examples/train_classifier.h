@@ -4,10 +4,18 @@
 // --resume continues), reload the checkpoint lazily into a fresh model,
 // evaluate it again, and end with one summary line. --device picks where the
 // model and training live (cpu, cuda, cuda:N).
+//
+// Data parallel: started as a rank of a job (--nproc, kindling-launch,
+// RANK/WORLD_SIZE/MASTER_*, mpirun), each rank trains on its shard of
+// every step's --batch_size samples and the Trainer averages the gradients;
+// rank 0 prints, evaluates and checkpoints. SIGTERM or SIGUSR1 (a
+// scheduler's preemption notice) stops at the next step after a checkpoint
+// and exits with kPreemptedExitCode (75); --resume continues.
 #ifndef KINDLING_EXAMPLES_TRAIN_CLASSIFIER_H_
 #define KINDLING_EXAMPLES_TRAIN_CLASSIFIER_H_
 
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "examples/data_parallel.h"
 #include "examples/train_flags.h"
 #include "kindling/data/data_loader.h"
 #include "kindling/data/mnist.h"
@@ -55,18 +64,26 @@ inline absl::StatusOr<kindling::Device> DeviceFromFlag(
   return *device;
 }
 
-// TrainClassifier() returns the process exit code: 0 when training ran and
+// TrainClassifier() runs as this process's part of `job` (JoinJob()) and
+// returns the process exit code: 0 when training ran and
 // the reloaded model evaluates exactly as the trained one. make_model(device)
 // builds a lazy model on `device` (--device), so its parameters initialize
 // there; the trainer moves each batch to it.
 template <class M, class MakeModel>
 int TrainClassifier(
-    const std::string& name, const MakeModel& make_model,
+    const std::string& name, const Job& job, const MakeModel& make_model,
     typename kindling::train::ClassifierTrainer<M>::ForwardFn forward) {
   namespace data = kindling::data;
   namespace train = kindling::train;
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
+  const int64_t batch_size = absl::GetFlag(FLAGS_batch_size);
+  if (batch_size % job.world_size() != 0) {
+    std::fprintf(
+        stderr, "%s: --batch_size=%lld is not a multiple of the %d ranks\n",
+        name.c_str(), static_cast<long long>(batch_size), job.world_size());
+    return 2;
+  }
   const absl::StatusOr<kindling::Device> device = DeviceFromFlag(name);
   if (!device.ok()) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(),
@@ -87,9 +104,11 @@ int TrainClassifier(
   const uint64_t seed = absl::GetFlag(FLAGS_seed);
   kindling::SetInitSeed(seed);
   M model = make_model(*device);
-  data::DataLoader loader(
-      *train_set,
-      {.batch_size = absl::GetFlag(FLAGS_batch_size), .seed = seed});
+  data::DataLoader loader(*train_set,
+                          {.batch_size = batch_size / job.world_size(),
+                           .seed = seed,
+                           .shard_index = job.rank(),
+                           .shard_count = job.world_size()});
   const int64_t epochs = absl::GetFlag(FLAGS_epochs);
   absl::StatusOr<kindling::Optimizer> optimizer =
       kindling::Optimizer::Adam({.lr = absl::GetFlag(FLAGS_lr)});
@@ -108,6 +127,14 @@ int TrainClassifier(
   std::printf(
       "training on Fashion-MNIST on %s, %d CPU threads, checkpoints in %s\n",
       device->ToString().c_str(), train::CpuThreads(), out_dir.c_str());
+  if (job.world_size() > 1) {
+    std::printf(
+        "data parallel: %d ranks (%s), %d CPU threads each, %lld "
+        "samples per rank per step\n",
+        job.world_size(), job.communicator->backend().c_str(),
+        train::CpuThreads(),
+        static_cast<long long>(batch_size / job.world_size()));
+  }
   train::InstallInterruptHandler();
   train::ClassifierTrainer<M> trainer(
       model, *optimizer, loader, *test_set, forward,
@@ -115,14 +142,31 @@ int TrainClassifier(
        .max_steps = absl::GetFlag(FLAGS_max_steps),
        .out_dir = out_dir,
        .resume = absl::GetFlag(FLAGS_resume),
-       .dropout_seed = seed});
+       .dropout_seed = seed,
+       .communicator = job.trainer_communicator()});
   absl::StatusOr<train::TrainReport> report = trainer.Run();
   if (!report.ok()) {
     std::fprintf(stderr, "training failed: %s\n",
                  report.status().ToString().c_str());
     return 1;
   }
-  const double accuracy = report->epochs.empty()
+  const int stop_code =
+      report->stop_signal == SIGTERM || report->stop_signal == SIGUSR1
+          ? train::kPreemptedExitCode
+          : 0;
+  if (job.rank() != 0) return stop_code;  // rank 0 checks the checkpoint
+  if (job.world_size() > 1) {
+    const kindling::distributed::GradientSyncStats& sync =
+        report->communication;
+    std::printf(
+        "gradient all-reduce: %lld buckets, %.1f MB, %.2f s on the "
+        "communication thread, %.2f s of it not hidden behind backward\n",
+        static_cast<long long>(sync.buckets), sync.bytes / 1e6,
+        sync.communication_seconds, sync.exposed_seconds);
+  }
+  // A stop mid-epoch: the model as it is now, which the checkpoint holds
+  // (not the last finished epoch's accuracy).
+  const double accuracy = report->epochs.empty() || report->stopped_early
                               ? trainer.Accuracy()
                               : report->epochs.back().metric("test_accuracy");
   std::printf("test accuracy of the trained model: %.4f\n", accuracy);
@@ -154,7 +198,12 @@ int TrainClassifier(
       name.c_str(), accuracy, static_cast<long long>(report->epochs.size()),
       wall, report->train_seconds, report->samples_per_second(),
       report->stopped_early ? " (stopped early)" : "");
-  return reloaded_accuracy == accuracy ? 0 : 1;
+  if (stop_code != 0) {
+    std::printf("stopped by %s: exit %d, --resume continues\n",
+                report->stop_signal == SIGTERM ? "SIGTERM" : "SIGUSR1",
+                stop_code);
+  }
+  return reloaded_accuracy == accuracy ? stop_code : 1;
 }
 
 }  // namespace examples

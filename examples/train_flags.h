@@ -1,6 +1,6 @@
 // The command-line flags the training examples share (train_flags.cc):
 //   --epochs --batch_size --lr --out_dir --threads --seed --resume --max_steps
-//   --device
+//   --device --nproc --backend --dist_timeout_s
 #ifndef KINDLING_EXAMPLES_TRAIN_FLAGS_H_
 #define KINDLING_EXAMPLES_TRAIN_FLAGS_H_
 
@@ -19,5 +19,8 @@ ABSL_DECLARE_FLAG(bool, resume);
 ABSL_DECLARE_FLAG(int64_t, max_steps);
 ABSL_DECLARE_FLAG(std::string, data_dir);
 ABSL_DECLARE_FLAG(std::string, device);
+ABSL_DECLARE_FLAG(int, nproc);
+ABSL_DECLARE_FLAG(std::string, backend);
+ABSL_DECLARE_FLAG(double, dist_timeout_s);
 
 #endif  // KINDLING_EXAMPLES_TRAIN_FLAGS_H_

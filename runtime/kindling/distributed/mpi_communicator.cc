@@ -1,6 +1,7 @@
 #include "kindling/distributed/mpi_communicator.h"
 
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -43,6 +44,7 @@ namespace {
 constexpr absl::Duration kSpinFor = absl::Microseconds(100);
 constexpr absl::Duration kSpinPerByte = absl::Nanoseconds(1);
 constexpr absl::Duration kWorkingTest = absl::Microseconds(1);
+constexpr absl::Duration kYieldFor = absl::Milliseconds(20);
 constexpr absl::Duration kFirstNap = absl::Microseconds(50);
 constexpr absl::Duration kLongestNap = absl::Microseconds(200);
 
@@ -75,14 +77,15 @@ MpiProcess& Process() {
 }
 
 // MpiCallLock holds Process().call_mu around one MPI call when MPI is not
-// thread-safe by itself (below MPI_THREAD_MULTIPLE).
-class ABSL_SCOPED_LOCKABLE MpiCallLock {
+// thread-safe by itself (below MPI_THREAD_MULTIPLE), and nothing otherwise
+// (so it carries no lock annotations: the locking is conditional).
+class MpiCallLock {
  public:
-  MpiCallLock() ABSL_EXCLUSIVE_LOCK_FUNCTION(Process().call_mu)
+  MpiCallLock()
       : mu_(Process().serialize_calls ? &Process().call_mu : nullptr) {
     if (mu_ != nullptr) mu_->Lock();
   }
-  ~MpiCallLock() ABSL_UNLOCK_FUNCTION() {
+  ~MpiCallLock() {
     if (mu_ != nullptr) mu_->Unlock();
   }
   MpiCallLock(const MpiCallLock&) = delete;
@@ -257,6 +260,10 @@ absl::Status WaitFor(MPI_Request* request, const Call& call, int64_t bytes) {
     }
     before = now;
     if (now < spin_until) continue;
+    if (now - spin_until < kYieldFor) {
+      sched_yield();
+      continue;
+    }
     absl::SleepFor(std::min(nap, call.deadline - now));
     nap = std::min(2 * nap, kLongestNap);
     before = absl::Now();

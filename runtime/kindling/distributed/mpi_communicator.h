@@ -12,9 +12,12 @@
 // (MPI_Iallreduce, MPI_Ibcast, MPI_Iallgather, MPI_Ibarrier) and polled with
 // MPI_Test until it completes or timeout() has passed since the call; then it
 // returns DeadlineExceeded naming the operation, and the communicator is
-// broken. The poll spins for a few microseconds (small collectives finish in
-// that time) and then sleeps between tests, so a rank that waits for a slow
-// peer leaves its core to the compute threads.
+// broken. The poll spins while data could be moving (Open MPI progresses a
+// collective only inside MPI calls) and then sleeps 50-200 us between tests,
+// so a rank that waits for a late peer leaves its core to the compute
+// threads. On 2 ranks (shared memory) a 1-element f32 AllReduce takes
+// ~1.3 us (blocking MPI_Allreduce ~0.4 us) and 325k f32 ~0.43 ms, as fast as
+// MPI_Iallreduce + MPI_Wait (blocking ~0.33 ms).
 //
 // Process lifetime. MPI is initialized once per process, by the first
 // ConnectMpi() (unless the program initialized it itself, which then also owns
