@@ -19,3 +19,26 @@ grep -q -- '--device: invalid device "tpu" (expected cpu, cuda or cuda:N)' <<<"$
 if ! output=$("$1" --device=cuda --max_steps=2 --epochs=1 2>&1); then
   grep -q -- '--device=cuda: this binary has no backend for cuda:0; build it with --config=cuda' <<<"$output"
 fi
+# --nproc=2: two data-parallel ranks of the quickstart (Gloo on 127.0.0.1);
+# one copy of the output, the same self-check.
+output=$("$1" --nproc=2 --max_steps=30 --epochs=1 --out_dir="${TEST_TMPDIR}/dp")
+echo "$output"
+grep -q 'data parallel: 2 ranks (gloo), 1 CPU threads each, 64 samples per rank per step' <<<"$output"
+grep -q 'reloaded: test accuracy .*, matches: yes' <<<"$output"
+[[ $(grep -c '^quickstart: test accuracy' <<<"$output") -eq 1 ]]
+# SIGTERM (a scheduler's preemption notice): the run stops at the next step
+# with a checkpoint, evaluates the model as stopped, and exits 75.
+"$1" --epochs=50 --out_dir="${TEST_TMPDIR}/term" >"${TEST_TMPDIR}/term.log" 2>&1 &
+pid=$!
+for _ in $(seq 300); do
+  grep -q '^Part 2: training' "${TEST_TMPDIR}/term.log" 2>/dev/null && break
+  sleep 0.1
+done
+sleep 1.5
+kill -TERM "$pid"
+status=0
+wait "$pid" || status=$?
+cat "${TEST_TMPDIR}/term.log"
+[[ $status -eq 75 ]]
+grep -q 'stopped by SIGTERM: exit 75, --resume continues' "${TEST_TMPDIR}/term.log"
+grep -q 'reloaded: test accuracy .*, matches: yes' "${TEST_TMPDIR}/term.log"

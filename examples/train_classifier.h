@@ -196,7 +196,8 @@ int TrainClassifier(
       "%s: test accuracy %.4f, %lld epochs, wall %.1f s (training %.1f s), "
       "%.0f samples/s%s\n",
       name.c_str(), accuracy, static_cast<long long>(report->epochs.size()),
-      wall, report->train_seconds, report->samples_per_second(),
+      wall, report->train_seconds,
+      report->samples_per_second() * job.world_size(),  // equal shards
       report->stopped_early ? " (stopped early)" : "");
   if (stop_code != 0) {
     std::printf("stopped by %s: exit %d, --resume continues\n",

@@ -12,6 +12,9 @@
 # 3. Rank 1 gets SIGTERM at step 7: both ranks stop at step 7 with exit 75
 #    after rank 0 saved; resuming on 2 ranks, and on 1 rank x batch 128,
 #    ends with the uninterrupted weights.
+# 4. Bad launches fail before training with a message naming the problem:
+#    a model that differs on rank 1, RANK >= WORLD_SIZE, a missing
+#    MASTER_PORT, a MASTER_PORT already in use.
 set -euo pipefail
 
 worker="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
@@ -126,4 +129,48 @@ compare "${t}/gloo.txt" "${t}/pre.txt" "resumed after SIGTERM vs uninterrupted"
 "${worker}" --batch=128 --out_dir="${t}/pre1" --resume --out="${t}/pre1.txt" \
   >"${t}/pre1.log" 2>&1 || { cat "${t}/pre1.log"; fail "resuming on 1 rank failed"; }
 compare "${t}/single.txt" "${t}/pre1.txt" "2-rank checkpoint resumed on 1 rank x 128 vs single"
+# --- 4. Bad launches ------------------------------------------------------------
+# run_pair NAME FLAGS...: two Gloo ranks; both logs kept.
+run_pair() {
+  local name="$1"
+  shift
+  local port
+  port=$(free_port)
+  for rank in 0 1; do
+    RANK=${rank} WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=${port} \
+      timeout 60 "${worker}" "$@" >"${t}/${name}.${rank}.log" 2>&1 &
+    pids[rank]=$!
+  done
+  for rank in 0 1; do
+    if wait "${pids[rank]}"; then fail "${name}: rank ${rank} should fail"; fi
+  done
+}
+run_pair mismatch --batch=64 --mismatch_rank=1
+grep -q "the model on rank 1 differs from rank 0's: 'fc1.weight' has shape \[16, 33\] here but \[16, 32\] on rank 0" \
+  "${t}/mismatch.1.log" || { cat "${t}/mismatch.1.log"; fail "rank 1 should name its differing leaf"; }
+grep -q "the model on rank 1 differs from rank 0's" "${t}/mismatch.0.log" ||
+  { cat "${t}/mismatch.0.log"; fail "rank 0 should name rank 1"; }
+grep -q '^loss' "${t}/mismatch.0.log" && fail "training started despite the mismatch"
+echo "a differing model: $(grep -o 'the model on rank 1 .*' "${t}/mismatch.1.log")"
+
+expect_launch_error() {
+  local name="$1" pattern="$2"
+  shift 2
+  if env "$@" "${worker}" --batch=64 >"${t}/${name}.log" 2>&1; then
+    fail "${name}: the worker should refuse to start"
+  fi
+  grep -q -- "${pattern}" "${t}/${name}.log" || { cat "${t}/${name}.log"; fail "${name}: no '${pattern}'"; }
+  echo "${name}: $(grep '^error' "${t}/${name}.log")"
+}
+expect_launch_error rank_too_big "RANK=2 is not below WORLD_SIZE=2" \
+  RANK=2 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29999
+expect_launch_error no_port "MASTER_PORT" RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1
+# A port something else listens on (held by a Python listener).
+busy_port=$(free_port)
+python3 -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',${busy_port})); s.listen(); time.sleep(30)" &
+holder=$!
+sleep 0.5
+expect_launch_error port_in_use "127.0.0.1:${busy_port}" \
+  RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=${busy_port}
+kill "${holder}"
 echo "PASSED"

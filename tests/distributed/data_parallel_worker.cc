@@ -55,6 +55,7 @@ ABSL_FLAG(int, signal_rank, -1, "this rank gets SIGTERM at --signal_step");
 ABSL_FLAG(int64_t, die_step, 0, "");
 ABSL_FLAG(int64_t, signal_step, 0, "");
 ABSL_FLAG(double, timeout_s, 30, "collective timeout");
+ABSL_FLAG(int, mismatch_rank, -1, "this rank builds a wider model");
 
 namespace kindling::distributed {
 namespace {
@@ -121,11 +122,13 @@ int Run() {
   }
   const int rank = (*comm)->rank();
   SetInitSeed(100 + rank);  // only rank 0's initialization may survive
-  examples::Mlp model = examples::MlpConfig{.d_input = kFeatures,
-                                            .d_hidden = 32,
-                                            .hidden_layers = 1,
-                                            .num_classes = kClasses}
-                            .Init();
+  examples::Mlp model =
+      examples::MlpConfig{
+          .d_input = kFeatures,
+          .d_hidden = rank == absl::GetFlag(FLAGS_mismatch_rank) ? 33 : 32,
+          .hidden_layers = 1,
+          .num_classes = kClasses}
+          .Init();
   const examples::Mlp lazy_copy = model;
   data::DataLoader loader(SyntheticDataset(),
                           {.batch_size = absl::GetFlag(FLAGS_batch),
