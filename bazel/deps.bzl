@@ -25,7 +25,7 @@ files then use it under that name, and it must provide the targets they use:
     @benchmark//:benchmark, @benchmark//:benchmark_main
     @openblas//:openblas, @zlib//:zlib, @minizip//:minizip, @llvm//:clang
     @gloo//:gloo, @mpi//:mpi, @openssl//:crypto
-    @cuda//:headers, @cuda//:cudart, @cuda//:cublas
+    @cuda//:headers, @cuda//:cudart, @cuda//:cublas, @cuda//:nccl
 
 A differently named copy is mapped onto these names with the `repo_mapping`
 attribute of the `kindling` repository (`repo_mapping = {"@googletest":

@@ -159,8 +159,10 @@ int TrainClassifier(
     const kindling::distributed::GradientSyncStats& sync =
         report->communication;
     std::printf(
-        "gradient all-reduce: %lld buckets, %.1f MB, %.2f s on the "
-        "communication thread, %.2f s of it not hidden behind backward\n",
+        "gradient all-reduce: %lld steps, %lld buckets, %.1f MB, %.2f s on "
+        "the communication thread, %.2f s of it not hidden behind "
+        "backward\n",
+        static_cast<long long>(sync.steps),
         static_cast<long long>(sync.buckets), sync.bytes / 1e6,
         sync.communication_seconds, sync.exposed_seconds);
   }
@@ -193,7 +195,7 @@ int TrainClassifier(
   const double wall =
       std::chrono::duration<double>(Clock::now() - start).count();
   std::printf(
-      "%s: test accuracy %.4f, %lld epochs, wall %.1f s (training %.1f s), "
+      "%s: test accuracy %.4f, %lld epochs, wall %.1f s (training %.2f s), "
       "%.0f samples/s%s\n",
       name.c_str(), accuracy, static_cast<long long>(report->epochs.size()),
       wall, report->train_seconds,

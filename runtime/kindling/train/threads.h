@@ -1,5 +1,5 @@
-// SetCpuThreads(): how many threads the CPU backend's kernels use, OpenMP's
-// and OpenBLAS's (the --threads flag of the examples and benchmarks).
+// SetCpuThreads(): how many OpenMP threads the CPU backend's kernels use
+// (the --threads flag of the examples and benchmarks).
 #ifndef KINDLING_TRAIN_THREADS_H_
 #define KINDLING_TRAIN_THREADS_H_
 
