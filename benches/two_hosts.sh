@@ -233,9 +233,11 @@ fi
 # --- The ranks. --------------------------------------------------------------
 # Each rank sees only this job's launch variables (no stale LOCAL_* or
 # mpirun's OMPI_COMM_WORLD_*); KINDLING_DIST_TOKEN passes through to both.
+# exec (ip netns exec, taskset and env exec too): the background job's pid is
+# the benchmark's own, so the cleanup's kill reaches it.
 run_rank() {
   local ns="$1" cpu="$2" rank="$3"
-  ip netns exec "$ns" taskset -c "$cpu" env \
+  exec ip netns exec "$ns" taskset -c "$cpu" env \
     -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u OMPI_COMM_WORLD_RANK \
     -u OMPI_COMM_WORLD_SIZE -u OMPI_COMM_WORLD_LOCAL_RANK \
     -u OMPI_COMM_WORLD_LOCAL_SIZE \
@@ -254,29 +256,29 @@ pid1=$!
 pids+=("$pid1")
 
 # Whichever rank ends first: if it failed, the other would wait for it until
-# the collective timeout, so stop it now.
-status=0
+# the collective timeout (minutes), so stop that one now.
 set +e
-wait -n "$pid0" "$pid1"
+wait -n -p finished "$pid0" "$pid1"
 first=$?
 set -e
 if ((first != 0)); then
-  status=$first
+  failed_rank=0
+  [[ "$finished" == "$pid1" ]] && failed_rank=1
+  echo "two_hosts.sh: rank $failed_rank exited with status $first; stopping the other rank" >&2
   for pid in "$pid0" "$pid1"; do kill -TERM "$pid" 2>/dev/null || true; done
 fi
+codes=()
 for pid in "$pid0" "$pid1"; do
   set +e
   wait "$pid"
-  code=$?
+  codes+=($?)
   set -e
-  # 127: already reaped by wait -n above.
-  if ((code != 0 && code != 127 && status == 0)); then status=$code; fi
 done
 pids=()
-if ((status != 0)); then
+if ((first != 0 || codes[0] != 0 || codes[1] != 0)); then
   if [[ -s "$logdir/rank1.stderr" ]]; then
     echo "two_hosts.sh: rank 1's stderr:" >&2
     sed 's/^/  rank 1: /' "$logdir/rank1.stderr" >&2
   fi
-  die "the benchmark failed (exit status $status)"
+  die "the benchmark failed (exit status: rank 0 ${codes[0]}, rank 1 ${codes[1]})"
 fi

@@ -129,6 +129,21 @@ compare "${t}/gloo.txt" "${t}/pre.txt" "resumed after SIGTERM vs uninterrupted"
 "${worker}" --batch=128 --out_dir="${t}/pre1" --resume --out="${t}/pre1.txt" \
   >"${t}/pre1.log" 2>&1 || { cat "${t}/pre1.log"; fail "resuming on 1 rank failed"; }
 compare "${t}/single.txt" "${t}/pre1.txt" "2-rank checkpoint resumed on 1 rank x 128 vs single"
+# With dropout each rank draws its own masks (the seed mixed with the rank),
+# and a preempted job still resumes exactly, rank 1's stream included.
+timeout 120 "${launcher}" --nproc=2 -- bash -c \
+  "exec '${worker}' --batch=64 --dropout=0.2 --out='${t}/drop.txt' >${t}/drop.\${RANK}.log 2>&1" ||
+  { cat "${t}"/drop.*.log; fail "the dropout job failed"; }
+status=0
+timeout 120 "${launcher}" --nproc=2 -- bash -c \
+  "exec '${worker}' --batch=64 --dropout=0.2 --out_dir='${t}/droppre' --signal_rank=0 --signal_step=9 >${t}/droppre.\${RANK}.log 2>&1" ||
+  status=$?
+[[ ${status} -eq 75 ]] || { cat "${t}"/droppre.*.log; fail "the preempted dropout job should exit 75, not ${status}"; }
+timeout 120 "${launcher}" --nproc=2 -- bash -c \
+  "exec '${worker}' --batch=64 --dropout=0.2 --out_dir='${t}/droppre' --resume --out='${t}/droppre.txt' >${t}/droppre_resume.\${RANK}.log 2>&1" ||
+  { cat "${t}"/droppre_resume.*.log; fail "resuming the dropout job failed"; }
+compare "${t}/drop.txt" "${t}/droppre.txt" "with dropout: resumed after SIGTERM vs uninterrupted"
+
 # --- 4. Bad launches ------------------------------------------------------------
 # run_pair NAME FLAGS...: two Gloo ranks; both logs kept.
 run_pair() {

@@ -39,6 +39,7 @@
 #include "kindling/module/walk.h"
 #include "kindling/optim/optimizer.h"
 #include "kindling/tensor/generator.h"
+#include "kindling/tensor/random_ops.h"
 #include "kindling/tensor/tensor.h"
 #include "kindling/train/classifier.h"
 #include "kindling/train/interrupt.h"
@@ -56,6 +57,8 @@ ABSL_FLAG(int64_t, die_step, 0, "");
 ABSL_FLAG(int64_t, signal_step, 0, "");
 ABSL_FLAG(double, timeout_s, 30, "collective timeout");
 ABSL_FLAG(int, mismatch_rank, -1, "this rank builds a wider model");
+ABSL_FLAG(double, dropout, 0,
+          "input dropout in training (each rank its own masks)");
 
 namespace kindling::distributed {
 namespace {
@@ -144,8 +147,17 @@ int Run() {
   const bool signalled = rank == absl::GetFlag(FLAGS_signal_rank);
   train::ClassifierTrainer<examples::Mlp> trainer(
       model, *optimizer, loader, {},
-      [](const examples::Mlp& m, const data::Batch& batch, nn::ForwardMode,
-         PhiloxGenerator&) { return m.Forward(batch.images); },
+      [p = absl::GetFlag(FLAGS_dropout)](
+          const examples::Mlp& m, const data::Batch& batch,
+          nn::ForwardMode mode, PhiloxGenerator& rng) {
+        Tensor<2> x = batch.images;
+        if (p > 0 && mode == nn::ForwardMode::kTraining) {
+          const uint64_t offset = ops::ReserveDropoutBlocks(rng, x.base());
+          x = x * Tensor<2>(ops::DropoutMask(x.shape(), x.dtype(), x.device(),
+                                             p, rng.seed(), offset));
+        }
+        return m.Forward(x);
+      },
       {.epochs = 4,
        .out_dir = absl::GetFlag(FLAGS_out_dir),
        .resume = absl::GetFlag(FLAGS_resume),

@@ -51,7 +51,8 @@ NcclOptions OneRankOptions() {
   return options;
 }
 
-// --- Values -------------------------------------------------------------------
+// --- Values
+// -------------------------------------------------------------------
 
 // SmallValue() is rank `rank`'s element `i`: a small integer, negative for
 // some elements, that f16 and bf16 hold and add exactly.
@@ -80,16 +81,6 @@ T FromInteger(int64_t v) {
   }
 }
 
-// ToInteger() is exact for every value these checks produce.
-template <class T>
-int64_t ToInteger(T v) {
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-    return static_cast<int64_t>(v.ToFloat());
-  } else {
-    return static_cast<int64_t>(v);
-  }
-}
-
 // Expected() is the host's reduction of element i over the ranks. The worlds
 // here have 1 or 2 ranks, so a float average (NCCL scales each value by 1/n)
 // is exact too: every value is an integer or a half-integer.
@@ -115,7 +106,8 @@ double Expected(int world_size, int64_t i, ReduceOp op) {
   return 0;
 }
 
-// --- Checks (any rank of any world) --------------------------------------------
+// --- Checks (any rank of any world)
+// --------------------------------------------
 
 // CheckAllReduce() reduces `count` elements of a GPU tensor and compares
 // every element with the host's reduction.
@@ -188,15 +180,15 @@ absl::Status CheckBroadcast(Communicator& comm, int root, int64_t bytes) {
   if (comm.rank() == root) {
     for (int64_t i = 0; i < bytes; ++i) host[i] = Pattern(root, i);
   }
-  TensorBase tensor =
-      TensorBase::FromHost(host.data(), Shape{bytes}, DType::kU8, comm.device());
+  TensorBase tensor = TensorBase::FromHost(host.data(), Shape{bytes},
+                                           DType::kU8, comm.device());
   KINDLING_RETURN_IF_ERROR(comm.Broadcast(tensor, root));
   tensor.CopyToHost(host.data());
   for (int64_t i = 0; i < bytes; ++i) {
     if (host[i] != Pattern(root, i)) {
-      return absl::InternalError(
-          absl::StrFormat("Broadcast from %d on rank %d: byte %d is %d, want %d",
-                          root, comm.rank(), i, host[i], Pattern(root, i)));
+      return absl::InternalError(absl::StrFormat(
+          "Broadcast from %d on rank %d: byte %d is %d, want %d", root,
+          comm.rank(), i, host[i], Pattern(root, i)));
     }
   }
   return absl::OkStatus();
@@ -210,8 +202,8 @@ absl::Status CheckAllGather(Communicator& comm) {
   for (int64_t i = 0; i < kEach; ++i) mine[i] = 1000.0f * comm.rank() + i;
   TensorBase in = TensorBase::FromHost(mine.data(), Shape{kEach}, DType::kF32,
                                        comm.device());
-  TensorBase out = TensorBase::Empty(Shape{n, kEach}, DType::kF32,
-                                     comm.device());
+  TensorBase out =
+      TensorBase::Empty(Shape{n, kEach}, DType::kF32, comm.device());
   KINDLING_RETURN_IF_ERROR(comm.AllGather(in, out));
   std::vector<float> got(n * kEach);
   out.CopyToHost(got.data());
@@ -272,7 +264,8 @@ absl::Status CheckEverything(Communicator& comm) {
   return comm.Barrier();
 }
 
-// --- ConnectNccl()'s checks (any machine) ---------------------------------------
+// --- ConnectNccl()'s checks (any machine)
+// ---------------------------------------
 
 TEST(ConnectNccl, RefusesARankOutsideTheWorld) {
   NcclOptions options = OneRankOptions();
@@ -307,7 +300,8 @@ TEST(ConnectNccl, RefusesADeviceItCannotUse) {
   }
 }
 
-// --- One rank on cuda:0 ----------------------------------------------------------
+// --- One rank on cuda:0
+// ----------------------------------------------------------
 
 class NcclOneRank : public testing::Test {
  protected:
@@ -329,16 +323,10 @@ TEST_F(NcclOneRank, SaysWhatItIs) {
   EXPECT_EQ(comm_->world_size(), 1);
 }
 
-TEST_F(NcclOneRank, AllReduceF32) {
-  EXPECT_TRUE(CheckAllReduces<float>(*comm_).ok())
-      << CheckAllReduces<float>(*comm_);
-}
-
 template <class T>
 class NcclOneRankAllReduce : public NcclOneRank {};
 
-using ReducibleTypes =
-    testing::Types<float, double, Half, BFloat16, int64_t>;
+using ReducibleTypes = testing::Types<float, double, Half, BFloat16, int64_t>;
 TYPED_TEST_SUITE(NcclOneRankAllReduce, ReducibleTypes);
 
 // Sum, average and max of 0, 1, 7 and 1000003 elements.
@@ -373,8 +361,8 @@ TEST_F(NcclOneRank, RunsAfterTheKernelsOnTheCurrentStream) {
 // fault on a host pointer).
 TEST_F(NcclOneRank, RefusesCpuTensorsNamingTheDevices) {
   std::vector<float> values(6, 1.0f);
-  TensorBase cpu = TensorBase::FromHost(values.data(), Shape{6}, DType::kF32,
-                                        Device::Cpu());
+  TensorBase cpu =
+      TensorBase::FromHost(values.data(), Shape{6}, DType::kF32, Device::Cpu());
   TensorBase gpu = TensorBase::FromHost(values.data(), Shape{6}, DType::kF32,
                                         Device::Cuda(0));
   for (const absl::Status& status :
@@ -391,8 +379,8 @@ TEST_F(NcclOneRank, RefusesCpuTensorsNamingTheDevices) {
 
 TEST_F(NcclOneRank, RefusesBadArgumentsWithoutBreaking) {
   std::vector<uint8_t> bytes(4, 0);
-  TensorBase u8 = TensorBase::FromHost(bytes.data(), Shape{4}, DType::kU8,
-                                       Device::Cuda(0));
+  TensorBase u8 =
+      TensorBase::FromHost(bytes.data(), Shape{4}, DType::kU8, Device::Cuda(0));
   absl::Status status = comm_->AllReduce(u8, ReduceOp::kSum);
   EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
   EXPECT_TRUE(absl::StrContains(status.message(), "u8")) << status;
@@ -432,7 +420,8 @@ TEST(NcclDeadline, BreaksTheCommunicator) {
   EXPECT_TRUE(cuda::SynchronizeCudaDevice(0).ok());
 }
 
-// --- Two ranks, one GPU each, as two threads -------------------------------------
+// --- Two ranks, one GPU each, as two threads
+// -------------------------------------
 
 // FreePort() is a port nothing listens on now. Rank 1 must know the store's
 // port before rank 0's ConnectNccl() returns (it waits for rank 1), so the
@@ -467,8 +456,7 @@ TEST(NcclTwoRanks, ReduceOverRanks) {
       options.world_size = 2;
       options.device_index = rank;
       options.store.port = port;
-      absl::StatusOr<std::unique_ptr<Communicator>> comm =
-          ConnectNccl(options);
+      absl::StatusOr<std::unique_ptr<Communicator>> comm = ConnectNccl(options);
       if (!comm.ok()) {
         results[rank] = comm.status();
         return;

@@ -201,8 +201,8 @@ class NcclCommunicator : public Communicator {
           absl::StrFormat("AllGather: negative size %d", bytes));
     }
     return Run("AllGather", bytes, [&](ncclComm_t comm, cudaStream_t stream) {
-      return ncclAllGather(in, out, static_cast<size_t>(bytes), ncclUint8,
-                           comm, stream);
+      return ncclAllGather(in, out, static_cast<size_t>(bytes), ncclUint8, comm,
+                           stream);
     });
   }
 
@@ -288,7 +288,8 @@ class NcclCommunicator : public Communicator {
     (void)ncclCommAbort(comm_);
     comm_ = nullptr;
     broken_ = absl::Status(error.code(),
-                           absl::StrCat(error.message(), LostPeer(), "; the "
+                           absl::StrCat(error.message(), LostPeer(),
+                                        "; the "
                                         "NCCL communicator was aborted"));
     return broken_;
   }
@@ -388,10 +389,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(
   absl::StatusOr<ncclUniqueId> id = ShareUniqueId(options, **store);
   if (!id.ok()) return id.status();
 
-  const std::string where = absl::StrFormat(
-      "rank %d of %d on cuda:%d, store at %s:%d", options.rank,
-      options.world_size, options.device_index, client_options.host,
-      client_options.port);
+  const std::string where =
+      absl::StrFormat("rank %d of %d on cuda:%d, store at %s:%d", options.rank,
+                      options.world_size, options.device_index,
+                      client_options.host, client_options.port);
   // Non-blocking, so that initialization (which waits for every rank) and
   // later collectives can be given up at a deadline instead of hanging.
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -427,9 +428,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(
     (void)cudaFree(barrier_buffer);
     return cuda::CudaStatus(allocated, "ConnectNccl: the barrier's buffer");
   }
-  return std::unique_ptr<Communicator>(
-      new NcclCommunicator(options, std::move(server), *std::move(store), comm,
-                           barrier_buffer));
+  return std::unique_ptr<Communicator>(new NcclCommunicator(
+      options, std::move(server), *std::move(store), comm, barrier_buffer));
 }
 
 }  // namespace kindling::distributed

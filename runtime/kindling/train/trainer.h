@@ -124,7 +124,10 @@ struct TrainerOptions {
 struct StepContext {
   // mode: kTraining in Run() and Step().
   nn::ForwardMode mode = nn::ForwardMode::kTraining;
-  // rng: the run's generator (dropout), saved in checkpoints.
+  // rng: the run's generator (dropout), saved in checkpoints. With several
+  // ranks each draws its own stream (the seed mixed with the rank), so the
+  // ranks' shards of a global batch get different dropout masks, as one
+  // process's batch would.
   PhiloxGenerator& rng;
   // step: the optimizer step this batch makes, from 1.
   int64_t step = 0;
@@ -289,6 +292,15 @@ class Trainer {
   absl::StatusOr<std::pair<double, bool>> AgreeOnStep(double loss, bool stop);
   // AgreeOnResume() checks every rank resumed the same step.
   absl::Status AgreeOnResume() const;
+  // SeedForRank() gives rank r the dropout seed dropout_seed_ mixed with r
+  // (rank 0 keeps it, so its checkpoints hold the run's seed), keeping the
+  // position: every rank draws as many numbers per step.
+  void SeedForRank() {
+    distributed::Communicator* comm = Distributed();
+    const uint64_t rank = comm == nullptr ? 0 : comm->rank();
+    rng_.set_state({.seed = dropout_seed_ ^ (rank * 0x9E3779B97F4A7C15ull),
+                    .offset = rng_.offset()});
+  }
 
   M& model_;
   Optimizer& optimizer_;
@@ -297,6 +309,7 @@ class Trainer {
   EvalFn evaluate_;
   TrainerOptions options_;
   PhiloxGenerator rng_;
+  uint64_t dropout_seed_ = options_.dropout_seed;
   std::unique_ptr<distributed::GradientSync> sync_;
 };
 
@@ -342,6 +355,7 @@ template <Module M, BatchLoader Loader>
 absl::Status Trainer<M, Loader>::StartDistributed() {
   distributed::Communicator* comm = Distributed();
   if (comm == nullptr || sync_ != nullptr) return absl::OkStatus();
+  SeedForRank();
   KINDLING_RETURN_IF_ERROR(distributed::BroadcastModule(model_, *comm));
   sync_ = std::make_unique<distributed::GradientSync>(*comm,
                                                       options_.gradient_sync);
@@ -386,6 +400,8 @@ absl::StatusOr<std::string> Trainer<M, Loader>::Resume() {
   if (!state.ok()) return state.status();
   KINDLING_RETURN_IF_ERROR(loader_.Restore(state->loader));
   rng_.set_state(state->dropout);
+  dropout_seed_ = state->dropout.seed;  // rank 0's, which saved it
+  SeedForRank();
   return *dir;
 }
 
