@@ -136,7 +136,9 @@ int main(int argc, char** argv) {
   if (launch->launcher == dist::LaunchEnvironment::Launcher::kSingle) {
     std::vector<std::string> args = {"/proc/self/exe"};
     for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
-    absl::StatusOr<int> code = dist::LaunchLocal({.nproc = 2}, args);
+    dist::LocalLaunchOptions options;
+    options.nproc = 2;
+    absl::StatusOr<int> code = dist::LaunchLocal(options, args);
     KINDLING_CHECK(code.ok(), "%s", code.status().ToString());
     return *code;
   }

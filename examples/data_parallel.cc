@@ -32,6 +32,7 @@ std::optional<int> LaunchRanksIfAsked(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
   absl::StatusOr<int> code = dist::LaunchLocal(
       {.nproc = nproc,
+       .environment = {},
        .report =
            [](const std::string& line) {
              std::fprintf(stderr, "launch: %s\n", line.c_str());

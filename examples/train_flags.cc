@@ -28,7 +28,7 @@ ABSL_FLAG(int, nproc, 1,
           "does); a process started as a rank (RANK/WORLD_SIZE/MASTER_* or "
           "mpirun) joins its job instead");
 ABSL_FLAG(std::string, backend, "auto",
-          "data-parallel engine: auto (MPI under mpirun, else Gloo), gloo or "
-          "mpi");
+          "data-parallel engine: auto (MPI under mpirun, else Gloo), gloo, "
+          "mpi, or nccl (GPU memory; a --config=cuda build)");
 ABSL_FLAG(double, dist_timeout_s, 300,
           "seconds a collective may wait for the other ranks before failing");

@@ -369,5 +369,100 @@ TEST_P(DataLoaderTest, AnyDatasetResumesMidEpoch) {
           .ok());
 }
 
+// --- Sharding over data-parallel ranks
+// ----------------------------------------
+
+// ShardEpoch() is each of `ranks` loaders' epoch 0 as lists of sample ids
+// per batch (ranks x batches).
+std::vector<std::vector<std::vector<int64_t>>> ShardEpoch(int64_t samples,
+                                                          int64_t batch,
+                                                          int ranks,
+                                                          int prefetch) {
+  std::vector<std::vector<std::vector<int64_t>>> result(ranks);
+  for (int rank = 0; rank < ranks; ++rank) {
+    DataLoader loader(Squares{.count = samples}, {.batch_size = batch,
+                                                  .seed = 9,
+                                                  .prefetch_batches = prefetch,
+                                                  .shard_index = rank,
+                                                  .shard_count = ranks});
+    while (std::optional<Squares::Batch> next = loader.Next()) {
+      result[rank].push_back(next->ids);
+    }
+  }
+  return result;
+}
+
+TEST_P(DataLoaderTest, ShardsSplitEachGlobalBatchOfTheSingleOrder) {
+  // 3 ranks x 4 = global batches of 12 from one process's order.
+  const auto shards = ShardEpoch(50, 4, 3, GetParam());
+  DataLoader single(Squares{.count = 50},
+                    {.batch_size = 12, .seed = 9, .prefetch_batches = 0});
+  std::vector<std::vector<int64_t>> global;
+  while (std::optional<Squares::Batch> next = single.Next()) {
+    global.push_back(next->ids);
+  }
+  ASSERT_EQ(global.size(), 5u);  // 4 x 12, then a tail of 2 < 3 ranks
+  for (int rank = 0; rank < 3; ++rank) {
+    ASSERT_EQ(shards[rank].size(), 4u) << "rank " << rank;
+    for (size_t step = 0; step < 4; ++step) {
+      const std::vector<int64_t> slice(global[step].begin() + 4 * rank,
+                                       global[step].begin() + 4 * rank + 4);
+      EXPECT_EQ(shards[rank][step], slice) << "rank " << rank;
+    }
+  }
+}
+
+TEST_P(DataLoaderTest, ATailOfAtLeastOneSamplePerRankIsSplitEvenly) {
+  // 2 ranks x 4: 3 global batches of 8, then a tail of 5 split 2 + 3.
+  const auto shards = ShardEpoch(29, 4, 2, GetParam());
+  ASSERT_EQ(shards[0].size(), 4u);
+  ASSERT_EQ(shards[1].size(), 4u);
+  EXPECT_EQ(shards[0][3].size(), 2u);
+  EXPECT_EQ(shards[1][3].size(), 3u);
+  std::vector<int64_t> all;
+  for (const auto& rank : shards) {
+    for (const auto& batch : rank)
+      all.insert(all.end(), batch.begin(), batch.end());
+  }
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, Iota(29));  // disjoint, and every sample once
+}
+
+TEST_P(DataLoaderTest, ShardStatesAgreeAndResumeOnAnotherWorldSize) {
+  // Two ranks each take 2 steps of 3; the state (global position 12) is the
+  // same on both, and one process with batch 6 resumes where they stopped.
+  std::vector<LoaderState> states;
+  std::vector<int64_t> seen;
+  for (int rank = 0; rank < 2; ++rank) {
+    DataLoader loader(Squares{.count = 30}, {.batch_size = 3,
+                                             .seed = 4,
+                                             .prefetch_batches = GetParam(),
+                                             .shard_index = rank,
+                                             .shard_count = 2});
+    EXPECT_EQ(loader.batches_per_epoch(), 5);
+    for (int step = 0; step < 2; ++step) {
+      const Squares::Batch batch = *loader.Next();
+      seen.insert(seen.end(), batch.ids.begin(), batch.ids.end());
+    }
+    states.push_back(loader.state());
+  }
+  EXPECT_EQ(states[0], states[1]);
+  EXPECT_EQ(states[0].position, 12);
+  DataLoader single(Squares{.count = 30},
+                    {.batch_size = 6, .seed = 4, .prefetch_batches = 0});
+  ASSERT_TRUE(single.Restore(states[0]).ok());
+  while (std::optional<Squares::Batch> next = single.Next()) {
+    seen.insert(seen.end(), next->ids.begin(), next->ids.end());
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, Iota(30));
+}
+
+TEST(DataLoaderDeathTest, RejectsAShardOutsideTheWorld) {
+  EXPECT_DEATH(
+      DataLoader(Squares{.count = 4}, {.shard_index = 2, .shard_count = 2}),
+      "shard_index 2 is outside 0..shard_count-1");
+}
+
 }  // namespace
 }  // namespace kindling::data

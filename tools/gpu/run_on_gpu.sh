@@ -106,6 +106,40 @@ EOF
   return 1
 }
 
+# find_nccl: the directory of the machine's libnccl.so.2 (KINDLING_NCCL_DIR
+# first, then the CUDA Toolkit, then PyTorch's nvidia-nccl pip package). The
+# bundle cannot carry it (178 MiB xz'd); only nccl_communicator_test needs it.
+find_nccl() {
+  local -a candidates=()
+  [[ -n ${KINDLING_NCCL_DIR:-} ]] && candidates+=("$KINDLING_NCCL_DIR")
+  local dir
+  for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+    /usr/local/cuda-13*/lib64 /usr/local/cuda-13*/targets/x86_64-linux/lib; do
+    candidates+=("$dir")
+  done
+  local python
+  for python in python3 /opt/torch/.venv/bin/python3 /usr/bin/python3; do
+    command -v "$python" >/dev/null 2>&1 || continue
+    while IFS= read -r dir; do
+      candidates+=("$dir")
+    done < <("$python" - <<'EOF' 2>/dev/null
+import glob, site, sys
+roots = site.getsitepackages() + [site.getusersitepackages()] + sys.path
+for root in roots:
+    for lib in glob.glob(root + "/nvidia/**/lib/libnccl.so.2", recursive=True):
+        print(lib.rsplit("/", 1)[0])
+EOF
+    )
+  done
+  for dir in "${candidates[@]}"; do
+    if [[ -e $dir/libnccl.so.2 ]]; then
+      echo "$dir"
+      return 0
+    fi
+  done
+  return 1
+}
+
 # The dynamic loader, run directly: `ld.so --list` needs no other program.
 readonly LOADER=/lib64/ld-linux-x86-64.so.2
 # In --cpu-smoke, the private library directory that hides the system's.
@@ -144,6 +178,8 @@ export minimal_libs cpu_smoke
 
 # The directory cuBLAS is loaded from (find_cublas).
 cublas_dir=""
+# The directory NCCL is loaded from (find_nccl).
+nccl_dir=""
 
 setup_libraries() {
   local lib_path=$BUNDLE/lib
@@ -152,6 +188,12 @@ setup_libraries() {
     lib_path+=:$cublas_dir
   else
     check "cuBLAS 13 found" FAIL "no directory with libcublas.so.13 and libcublasLt.so.13 (looked in \$KINDLING_CUBLAS_DIR, /usr/local/cuda*/lib64, /usr/local/cuda*/targets/x86_64-linux/lib and python3's nvidia/*/lib); set KINDLING_CUBLAS_DIR to one"
+  fi
+  if nccl_dir=$(find_nccl); then
+    check "NCCL found" PASS "$nccl_dir"
+    [[ $nccl_dir == "$cublas_dir" ]] || lib_path+=:$nccl_dir
+  else
+    check "NCCL found" FAIL "no directory with libnccl.so.2 (looked in \$KINDLING_NCCL_DIR, /usr/local/cuda*/lib64, /usr/local/cuda*/targets/x86_64-linux/lib and python3's nvidia/*/lib); set KINDLING_NCCL_DIR to one"
   fi
   export LD_LIBRARY_PATH=$lib_path
   if ((cpu_smoke)); then
@@ -184,10 +226,10 @@ check_libraries() {
         check "libraries of $(basename "$binary")" FAIL "$(grep -E 'not found|cannot open' <<<"$listing" | tr -s ' \t\n' ' ')"
       fi
       if ((cpu_smoke)); then
-        # Every library must come from the bundle, cuBLAS's directory or the
+        # Every library must come from the bundle, cuBLAS's or NCCL's directory or the
         # minimal glibc set, never from the rest of the system.
         foreign=$(awk '$2 == "=>" {print $3}' <<<"$listing" |
-          grep -vE "^($BUNDLE/lib/|/usr/lib/x86_64-linux-gnu/(ld-linux-x86-64|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s)\.so|/lib/x86_64-linux-gnu/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s)\.so|${cublas_dir:-/nonexistent}/)" || true)
+          grep -vE "^($BUNDLE/lib/|/usr/lib/x86_64-linux-gnu/(ld-linux-x86-64|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s)\.so|/lib/x86_64-linux-gnu/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s)\.so|${cublas_dir:-/nonexistent}/|${nccl_dir:-/nonexistent}/)" || true)
         if [[ -n $foreign ]]; then
           missing=1
           check "libraries of $(basename "$binary")" FAIL "loaded from outside the bundle: $(tr '\n' ' ' <<<"$foreign")"

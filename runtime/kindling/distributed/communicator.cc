@@ -1,8 +1,10 @@
 #include "kindling/distributed/communicator.h"
 
+#include <cstring>
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "kindling/core/status_macros.h"
 #include "kindling/tensor/device.h"
 
 namespace kindling::distributed {
@@ -57,6 +59,27 @@ absl::Status Communicator::CheckBuffer(const TensorBase& tensor,
         "%s: the tensor of shape %s is not contiguous (call Contiguous())",
         operation, tensor.shape().ToString()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Communicator::AllReduceHost(void* data, int64_t count, DType dtype,
+                                         ReduceOp op) {
+  if (device().is_cpu()) return AllReduce(data, count, dtype, op);
+  TensorBase staged = TensorBase::Empty({count}, dtype, Device::Cpu());
+  std::memcpy(staged.data(), data, count * DTypeSize(dtype));
+  staged = staged.ToDevice(device());
+  KINDLING_RETURN_IF_ERROR(AllReduce(staged.data(), count, dtype, op));
+  staged.CopyToHost(data);
+  return absl::OkStatus();
+}
+
+absl::Status Communicator::BroadcastHost(void* data, int64_t bytes, int root) {
+  if (device().is_cpu()) return Broadcast(data, bytes, root);
+  TensorBase staged = TensorBase::Empty({bytes}, DType::kU8, Device::Cpu());
+  if (bytes > 0) std::memcpy(staged.data(), data, bytes);
+  staged = staged.ToDevice(device());
+  KINDLING_RETURN_IF_ERROR(Broadcast(staged.data(), bytes, root));
+  if (bytes > 0) staged.CopyToHost(data);
   return absl::OkStatus();
 }
 

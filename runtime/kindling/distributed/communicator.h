@@ -74,6 +74,15 @@ class Communicator {
   // Barrier() returns once every rank has called it.
   [[nodiscard]] virtual absl::Status Barrier() = 0;
 
+  // --- Host buffers, whatever the engine's memory -------------------------
+  // AllReduceHost() and BroadcastHost() are AllReduce() and Broadcast() of
+  // a buffer in host memory: the small agreements (a step's loss, a model's
+  // signature) every engine must carry. A GPU engine stages the buffer
+  // through its device's memory.
+  [[nodiscard]] absl::Status AllReduceHost(void* data, int64_t count,
+                                           DType dtype, ReduceOp op);
+  [[nodiscard]] absl::Status BroadcastHost(void* data, int64_t bytes, int root);
+
   // --- Tensor collectives --------------------------------------------------
   // `tensor` must be defined, contiguous, on device() and (AllReduce) of a
   // reducible dtype; otherwise InvalidArgument naming the operation and what

@@ -8,6 +8,9 @@
 #include "absl/strings/str_format.h"
 #include "kindling/distributed/gloo_communicator.h"
 #include "kindling/distributed/mpi_communicator.h"
+#if KINDLING_HAVE_NCCL
+#include "kindling/distributed/nccl_communicator.h"
+#endif
 
 namespace kindling::distributed {
 namespace {
@@ -36,21 +39,39 @@ class Solo : public Communicator {
   absl::Status Barrier() override { return absl::OkStatus(); }
 };
 
-absl::StatusOr<std::unique_ptr<Communicator>> ConnectGlooFrom(
-    const LaunchEnvironment& launch, const ConnectOptions& options) {
+// StoreFrom() is the rendezvous store the launch names (Gloo's and NCCL's).
+absl::StatusOr<StoreOptions> StoreFrom(const LaunchEnvironment& launch,
+                                       const ConnectOptions& options,
+                                       const char* backend) {
   if (launch.master_addr.empty() || launch.master_port == 0) {
-    return absl::InvalidArgumentError(
-        "the Gloo backend needs MASTER_ADDR and MASTER_PORT (rank 0's "
-        "address and a free port) in every rank's environment");
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the %s backend needs MASTER_ADDR and MASTER_PORT (rank 0's "
+        "address and a free port) in every rank's environment",
+        backend));
   }
-  GlooOptions gloo{.rank = launch.rank,
-                   .world_size = launch.world_size,
-                   .timeout = options.timeout};
-  gloo.store.host = launch.master_addr;
-  gloo.store.port = launch.master_port;
-  gloo.store.timeout = options.timeout;
-  gloo.store.token = options.token;
-  return ConnectGloo(gloo);
+  StoreOptions store;
+  store.host = launch.master_addr;
+  store.port = launch.master_port;
+  store.timeout = options.timeout;
+  store.token = options.token;
+  return store;
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> ConnectNcclFrom(
+    const LaunchEnvironment& launch, const ConnectOptions& options) {
+#if KINDLING_HAVE_NCCL
+  absl::StatusOr<StoreOptions> store = StoreFrom(launch, options, "NCCL");
+  if (!store.ok()) return store.status();
+  return ConnectNccl({.rank = launch.rank,
+                      .world_size = launch.world_size,
+                      .device_index = launch.local_rank,
+                      .store = *store,
+                      .timeout = options.timeout,
+                      .listen_host = {}});
+#else
+  return absl::FailedPreconditionError(
+      "the NCCL backend needs a build with --config=cuda");
+#endif
 }
 
 }  // namespace
@@ -59,8 +80,10 @@ absl::StatusOr<Backend> ParseBackend(const std::string& text) {
   if (text == "auto") return Backend::kAuto;
   if (text == "gloo") return Backend::kGloo;
   if (text == "mpi") return Backend::kMpi;
+  if (text == "nccl") return Backend::kNccl;
   return absl::InvalidArgumentError(absl::StrFormat(
-      "unknown distributed backend '%s' (expected auto, gloo or mpi)", text));
+      "unknown distributed backend '%s' (expected auto, gloo, mpi or nccl)",
+      text));
 }
 
 std::unique_ptr<Communicator> SoloCommunicator() {
@@ -88,7 +111,14 @@ absl::StatusOr<std::unique_ptr<Communicator>> Connect(
     }
     return ConnectMpi(options.timeout);
   }
-  return ConnectGlooFrom(launch, options);
+  if (backend == Backend::kNccl) return ConnectNcclFrom(launch, options);
+  absl::StatusOr<StoreOptions> store = StoreFrom(launch, options, "Gloo");
+  if (!store.ok()) return store.status();
+  return ConnectGloo({.rank = launch.rank,
+                      .world_size = launch.world_size,
+                      .store = *store,
+                      .timeout = options.timeout,
+                      .listen_host = {}});
 }
 
 }  // namespace kindling::distributed

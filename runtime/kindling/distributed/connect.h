@@ -9,11 +9,12 @@
 //
 // kAuto picks MPI when mpirun started the process, Gloo under RANK /
 // WORLD_SIZE / MASTER_ADDR / MASTER_PORT (kindling-launch, torchrun,
-// Slurm and Kubernetes jobs), and a world of one otherwise. Either engine
-// can be asked for: Gloo under mpirun still needs MASTER_ADDR and
-// MASTER_PORT; MPI needs mpirun. Which is faster where:
-// docs/distributed.md (MPI's shared memory beats Gloo's loopback TCP on one
-// machine).
+// Slurm and Kubernetes jobs), and a world of one otherwise. Any engine can
+// be asked for: Gloo under mpirun still needs MASTER_ADDR and MASTER_PORT;
+// MPI needs mpirun; NCCL (GPU memory, on cuda:LOCAL_RANK) needs a
+// --config=cuda build and MASTER_ADDR / MASTER_PORT for its id. Which is faster
+// where: docs/distributed.md (MPI's shared memory beats Gloo's loopback TCP on
+// one machine).
 #ifndef KINDLING_DISTRIBUTED_CONNECT_H_
 #define KINDLING_DISTRIBUTED_CONNECT_H_
 
@@ -28,9 +29,10 @@
 
 namespace kindling::distributed {
 
-enum class Backend { kAuto, kGloo, kMpi };
+enum class Backend { kAuto, kGloo, kMpi, kNccl };
 
-// ParseBackend() reads "auto", "gloo" or "mpi"; InvalidArgument otherwise.
+// ParseBackend() reads "auto", "gloo", "mpi" or "nccl"; InvalidArgument
+// otherwise.
 [[nodiscard]] absl::StatusOr<Backend> ParseBackend(const std::string& text);
 
 struct ConnectOptions {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "kindling/core/status_macros.h"
 
 namespace kindling::distributed {
 namespace {
@@ -122,11 +123,15 @@ absl::Status GradientSync::Reduce(Bucket& bucket) {
   }
   const DType dtype = bucket.grads.front().dtype();
   const int64_t element = static_cast<int64_t>(DTypeSize(dtype));
-  // A bucket of one gradient is reduced in place, without copies.
-  if (bucket.grads.size() == 1) {
-    return comm_.AllReduce(bucket.grads.front().data(),
-                           bucket.grads.front().numel(), dtype,
-                           ReduceOp::kAverage);
+  // A bucket of one gradient is reduced in place, without copies; so is
+  // every gradient in device memory (NCCL), where the host copies below do
+  // not apply.
+  if (bucket.grads.size() == 1 || !comm_.device().is_cpu()) {
+    for (const TensorBase& grad : bucket.grads) {
+      KINDLING_RETURN_IF_ERROR(comm_.AllReduce(grad.data(), grad.numel(), dtype,
+                                               ReduceOp::kAverage));
+    }
+    return absl::OkStatus();
   }
   if (static_cast<int>(buffers_.size()) <= bucket.index) {
     buffers_.resize(bucket.index + 1);

@@ -85,9 +85,9 @@ absl::StatusOr<std::vector<LeafSignature>> AgreeOnSignatures(
     Communicator& comm, const std::vector<LeafSignature>& local) {
   std::string text = comm.rank() == 0 ? Encode(local) : "";
   int64_t size = static_cast<int64_t>(text.size());
-  KINDLING_RETURN_IF_ERROR(comm.Broadcast(&size, sizeof(size), 0));
+  KINDLING_RETURN_IF_ERROR(comm.BroadcastHost(&size, sizeof(size), 0));
   text.resize(size);
-  KINDLING_RETURN_IF_ERROR(comm.Broadcast(text.data(), size, 0));
+  KINDLING_RETURN_IF_ERROR(comm.BroadcastHost(text.data(), size, 0));
   absl::StatusOr<std::vector<LeafSignature>> leaves = Decode(text);
   if (!leaves.ok()) return leaves.status();
   const std::string difference = FirstDifference(local, *leaves);
@@ -95,7 +95,7 @@ absl::StatusOr<std::vector<LeafSignature>> AgreeOnSignatures(
   // all fail together instead of the others waiting for values.
   int64_t differing = difference.empty() ? 0 : comm.rank();
   KINDLING_RETURN_IF_ERROR(
-      comm.AllReduce(&differing, 1, DType::kI64, ReduceOp::kMax));
+      comm.AllReduceHost(&differing, 1, DType::kI64, ReduceOp::kMax));
   if (!difference.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("BroadcastModule: the model on rank ", comm.rank(),

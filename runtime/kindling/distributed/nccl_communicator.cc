@@ -289,8 +289,7 @@ class NcclCommunicator : public Communicator {
     comm_ = nullptr;
     broken_ = absl::Status(error.code(),
                            absl::StrCat(error.message(), LostPeer(),
-                                        "; the "
-                                        "NCCL communicator was aborted"));
+                                        "; the NCCL communicator was aborted"));
     return broken_;
   }
 

@@ -369,7 +369,7 @@ absl::StatusOr<std::pair<double, bool>> Trainer<M, Loader>::AgreeOnStep(
   if (comm == nullptr) return std::make_pair(loss, stop);
   double values[2] = {loss, stop ? 1.0 : 0.0};
   KINDLING_RETURN_IF_ERROR(
-      comm->AllReduce(values, 2, DType::kF64, distributed::ReduceOp::kSum));
+      comm->AllReduceHost(values, 2, DType::kF64, distributed::ReduceOp::kSum));
   return std::make_pair(values[0] / comm->world_size(), values[1] > 0);
 }
 
@@ -379,8 +379,8 @@ absl::Status Trainer<M, Loader>::AgreeOnResume() const {
   if (comm == nullptr) return absl::OkStatus();
   const int64_t step = optimizer_.step_count();
   int64_t extremes[2] = {step, -step};  // max of both: the max and the min
-  KINDLING_RETURN_IF_ERROR(
-      comm->AllReduce(extremes, 2, DType::kI64, distributed::ReduceOp::kMax));
+  KINDLING_RETURN_IF_ERROR(comm->AllReduceHost(extremes, 2, DType::kI64,
+                                               distributed::ReduceOp::kMax));
   if (extremes[0] != -extremes[1]) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "resume: the ranks resumed different steps (from %d to %d; rank %d "
