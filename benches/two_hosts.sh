@@ -4,8 +4,8 @@
 # What it measures: benches/allreduce_bench with rank 0 and rank 1 in two
 # network namespaces joined by a veth pair (10.231.0.1/24 <-> 10.231.0.2/24),
 # so the Gloo traffic crosses a real (virtual) network link and the kernel's
-# full TCP/IP path instead of loopback, and each rank is pinned to its own
-# core (taskset). With --rate / --delay the link is shaped with tc, in each
+# full TCP/IP path instead of loopback, and each host is pinned to its own
+# cores (taskset; --cpus, --no-pin). With --rate / --delay the link is shaped with tc, in each
 # direction, to look like a datacenter network. Rank 0 prints the usual
 # BM_AllReduce/BYTES (us_per_op, bus_GBps, memcpy_GBps, ratio_vs_memcpy) and
 # BM_Latency rows.
@@ -13,7 +13,7 @@
 # Usage:
 #   tools/bazel build //benches:allreduce_bench
 #   sudo benches/two_hosts.sh [--rate RATE] [--delay DELAY] [--burst SIZE]
-#       [--port PORT] [--cpus A,B] [--bench PATH] [-- BENCH_ARGS...]
+#       [--port PORT] [--cpus A:B | --no-pin] [--bench PATH] [-- BENCH_ARGS...]
 #
 #   --rate RATE    tc rate of each direction, e.g. 10gbit, 25gbit, 800mbit
 #                  (tc's units: "bit" suffixes are bits/s, "bps" bytes/s);
@@ -22,7 +22,9 @@
 #                  (round trip: twice that); a netem qdisc. Default: none.
 #   --burst SIZE   tbf bucket size (default: 1 ms at RATE, at least 256kb).
 #   --port PORT    MASTER_PORT of rank 0's rendezvous store (default 29500).
-#   --cpus A,B     the cores rank 0 and rank 1 run on (default 0,1).
+#   --cpus A:B     the cores of host A (rank 0) and host B (rank 1), as
+#                  taskset lists: 0:1 (the default), 0-3:4-7, 0,2:1,3.
+#   --no-pin       no taskset: both ranks may run on any core.
 #   --bench PATH   the benchmark binary (default bazel-bin/benches/
 #                  allreduce_bench under this repository).
 #   -- ARGS        passed to the benchmark, e.g.
@@ -40,6 +42,16 @@
 # tbf (CONFIG_NET_SCH_TBF). It fails with a message naming what is missing.
 # The namespaces (kindling-a-PID, kindling-b-PID) and the veth pair are
 # always removed on exit, including on failure and Ctrl-C.
+#
+# Pinning: each rank is a process with a Gloo I/O thread beside the caller's
+# thread, and Gloo's I/O thread can spin in epoll_wait (perf: milliseconds
+# on-CPU in epoll_wait/tcp_poll) while the caller's thread, the one it waits
+# for, is runnable. With ONE core per host the two then take turns a scheduler
+# tick at a time: on a HZ=250 kernel every small all-reduce costs ~4 ms (on a
+# 2-core VM, idle: 1 KiB 4.0 ms pinned 0:1, 0.4-0.8 ms with --no-pin; the
+# same pinned over loopback inside one namespace). Real hosts have more than
+# one core: give each host two or more (--cpus 0-1:2-3) where the machine has
+# them, or compare with --no-pin, before reading small sizes as network cost.
 #
 # Not a test: CI machines often may not create namespaces, so nothing runs
 # this automatically. Run it by hand and compare against the same machine's
@@ -73,7 +85,8 @@ rate=""
 delay=""
 burst=""
 port=29500
-cpus="0,1"
+cpus="0:1"
+pin=1
 bench="${repo_root}/bazel-bin/benches/allreduce_bench"
 bench_args=()
 
@@ -89,6 +102,7 @@ while (($# > 0)); do
     --port=*) port="${1#*=}"; shift ;;
     --cpus) (($# >= 2)) || die "--cpus needs a value"; cpus="$2"; shift 2 ;;
     --cpus=*) cpus="${1#*=}"; shift ;;
+    --no-pin) pin=0; shift ;;
     --bench) (($# >= 2)) || die "--bench needs a value"; bench="$2"; shift 2 ;;
     --bench=*) bench="${1#*=}"; shift ;;
     -h | --help) usage 0 ;;
@@ -100,8 +114,8 @@ done
 if ! [[ "$port" =~ ^[0-9]+$ ]] || ((port < 1 || port > 65535)); then
   die "--port must be a TCP port (1-65535), got '$port'"
 fi
-[[ "$cpus" =~ ^([0-9]+),([0-9]+)$ ]] ||
-  die "--cpus must be two core numbers like 0,1, got '$cpus'"
+[[ "$cpus" =~ ^([0-9,-]+):([0-9,-]+)$ ]] ||
+  die "--cpus must be two taskset core lists A:B like 0:1 or 0-3:4-7, got '$cpus'"
 cpu_a="${BASH_REMATCH[1]}"
 cpu_b="${BASH_REMATCH[2]}"
 
@@ -118,11 +132,14 @@ if [[ -n "$rate" || -n "$delay" ]]; then
 fi
 [[ -x "$bench" ]] ||
   die "no benchmark at $bench: build it with tools/bazel build //benches:allreduce_bench (or pass --bench PATH)"
-ncpu="$(getconf _NPROCESSORS_ONLN)"
-((cpu_a < ncpu && cpu_b < ncpu)) ||
-  die "--cpus $cpus: this machine has cores 0-$((ncpu - 1))"
-((cpu_a != cpu_b)) ||
-  echo "two_hosts.sh: warning: both ranks pinned to core $cpu_a" >&2
+if ((pin)); then
+  for list in "$cpu_a" "$cpu_b"; do
+    taskset -c "$list" true 2>/dev/null ||
+      die "--cpus $cpus: cannot run on cores '$list' (this machine's online cores: $(cat /sys/devices/system/cpu/online 2>/dev/null || getconf _NPROCESSORS_ONLN))"
+  done
+  [[ "$cpu_a" != "$cpu_b" ]] ||
+    echo "two_hosts.sh: warning: both hosts pinned to the same cores ($cpu_a)" >&2
+fi
 
 # rate_bytes_per_second RATE: tc's rate syntax in bytes/s, or nothing when the
 # unit is not one of tc's.
@@ -236,8 +253,9 @@ fi
 # exec (ip netns exec, taskset and env exec too): the background job's pid is
 # the benchmark's own, so the cleanup's kill reaches it.
 run_rank() {
-  local ns="$1" cpu="$2" rank="$3"
-  exec ip netns exec "$ns" taskset -c "$cpu" env \
+  local ns="$1" cpu="$2" rank="$3" pinning=()
+  ((pin)) && pinning=(taskset -c "$cpu")
+  exec ip netns exec "$ns" "${pinning[@]}" env \
     -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u OMPI_COMM_WORLD_RANK \
     -u OMPI_COMM_WORLD_SIZE -u OMPI_COMM_WORLD_LOCAL_RANK \
     -u OMPI_COMM_WORLD_LOCAL_SIZE \
@@ -245,7 +263,12 @@ run_rank() {
     "$bench" "${bench_args[@]}"
 }
 
-echo "two_hosts: $NS_A (rank 0, core $cpu_a) -- $NS_B (rank 1, core $cpu_b): $link" >&2
+if ((pin)); then
+  hosts="$NS_A (rank 0, cores $cpu_a) -- $NS_B (rank 1, cores $cpu_b)"
+else
+  hosts="$NS_A (rank 0) -- $NS_B (rank 1), not pinned"
+fi
+echo "two_hosts: $hosts: $link" >&2
 # Rank 0 (the store's host) prints; rank 1's stdout is /dev/null in the bench
 # and its stderr is kept, shown if it fails.
 run_rank "$NS_A" "$cpu_a" 0 &

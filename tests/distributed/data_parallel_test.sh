@@ -120,6 +120,9 @@ timeout 120 "${launcher}" --nproc=2 -- bash -c \
 [[ ${status} -eq 75 ]] || { cat "${t}"/pre.*.log; fail "a preempted job should exit 75, not ${status}"; }
 grep -q '^rank 0: stopped, step 7' "${t}/pre.0.log" || fail "rank 0 did not stop at step 7"
 grep -q '^rank 1: stopped, step 7' "${t}/pre.1.log" || fail "rank 1 did not stop at step 7"
+# Rank 0 was not signalled itself, but reports the job's stop signal too.
+grep -q '^rank 0: stopped, step 7, signal 15' "${t}/pre.0.log" ||
+  fail "rank 0 should report SIGTERM (15), the signal rank 1 got"
 [[ $(cat "${t}/pre/latest") == step-00000007 ]] || fail "latest is $(cat "${t}/pre/latest"), not step 7"
 cp -r "${t}/pre" "${t}/pre1"
 timeout 120 "${launcher}" --nproc=2 -- bash -c \

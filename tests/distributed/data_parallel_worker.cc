@@ -181,9 +181,10 @@ int Run() {
   if (!absl::GetFlag(FLAGS_resume) && !LazyOnlyOnRankZero(lazy_copy, rank)) {
     return 1;
   }
-  std::printf("rank %d: %s, step %lld, %lld buckets\n", rank,
+  std::printf("rank %d: %s, step %lld, signal %d, %lld buckets\n", rank,
               report->stopped_early ? "stopped" : "done",
               static_cast<long long>(report->final_state.step),
+              report->stop_signal,
               static_cast<long long>(report->communication.buckets));
   if (rank == 0 && !absl::GetFlag(FLAGS_out).empty()) {
     std::ofstream(absl::GetFlag(FLAGS_out)) << WeightsText(model);

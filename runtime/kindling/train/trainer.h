@@ -290,6 +290,17 @@ class Trainer {
   // loss over ranks, and whether any rank asked to stop. Alone, it returns
   // them as they are.
   absl::StatusOr<std::pair<double, bool>> AgreeOnStep(double loss, bool stop);
+  // AgreeOnStopSignal() is the signal that stopped the run on any rank
+  // (the highest number when several did: SIGTERM over SIGUSR1 over
+  // SIGINT), so every rank reports the same; 0 for max_steps.
+  absl::StatusOr<int> AgreeOnStopSignal() {
+    int64_t signal = InterruptSignal();
+    if (distributed::Communicator* comm = Distributed()) {
+      KINDLING_RETURN_IF_ERROR(comm->AllReduceHost(
+          &signal, 1, DType::kI64, distributed::ReduceOp::kMax));
+    }
+    return static_cast<int>(signal);
+  }
   // AgreeOnResume() checks every rank resumed the same step.
   absl::Status AgreeOnResume() const;
   // SeedForRank() gives rank r the dropout seed dropout_seed_ mixed with r
@@ -462,7 +473,9 @@ absl::StatusOr<bool> Trainer<M, Loader>::RunEpoch(TrainReport& report,
   if (sync_ != nullptr) report.communication = sync_->stats();
   if (stop) {
     report.stopped_early = true;
-    report.stop_signal = InterruptSignal();
+    absl::StatusOr<int> signal = AgreeOnStopSignal();
+    if (!signal.ok()) return signal.status();
+    report.stop_signal = *signal;
     KINDLING_RETURN_IF_ERROR(SaveIfConfigured());
     progress.Line(absl::StrFormat(
         "stopped at epoch %d, step %d%s", epoch + 1, optimizer_.step_count(),
