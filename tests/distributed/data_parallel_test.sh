@@ -16,11 +16,12 @@
 #    a model that differs on rank 1, RANK >= WORLD_SIZE, a missing
 #    MASTER_PORT, a MASTER_PORT already in use.
 set -euo pipefail
+# shellcheck source=tests/distributed/mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
 
 worker="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 launcher="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
 t="${TEST_TMPDIR}"
-export HOME="${t}" TMPDIR="${t}"  # Open MPI's session directory and settings
 
 fail() {
   echo "FAIL: $*"
@@ -55,10 +56,6 @@ mean_losses() {
     END { for (s in sum) printf "%d %.9g\n", s, sum[s] / n[s] }' | sort -n
 }
 
-readonly mpirun_flags=(
-  --allow-run-as-root --oversubscribe --bind-to none --mca plm isolated
-  --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism none
-)
 
 # --- 1. The same result on 1 and 2 ranks ------------------------------------
 "${worker}" --batch=128 --out="${t}/single.txt" >"${t}/single.log" 2>&1 ||

@@ -44,6 +44,7 @@
 #include "kindling/train/classifier.h"
 #include "kindling/train/interrupt.h"
 #include "kindling/train/threads.h"
+#include "tests/train/tiny_run.h"
 
 ABSL_FLAG(int64_t, batch, 64, "samples per rank per step");
 ABSL_FLAG(std::string, backend, "auto", "auto, gloo or mpi");
@@ -77,18 +78,6 @@ data::ImageDataset SyntheticDataset() {
   dataset.rows = 1;
   dataset.cols = kFeatures;
   return dataset;
-}
-
-std::string WeightsText(const examples::Mlp& model) {
-  std::string text;
-  ForEachLeaf(model, [&](std::string_view path, const auto& leaf) {
-    text += std::string(path) + ":";
-    for (float value : leaf.val().template to_data<float>()) {
-      text += absl::StrFormat(" %a", value);
-    }
-    text += "\n";
-  });
-  return text;
 }
 
 // LazyOnlyOnRankZero() checks, after the broadcast, that `before` (a copy
@@ -187,7 +176,7 @@ int Run() {
               report->stop_signal,
               static_cast<long long>(report->communication.buckets));
   if (rank == 0 && !absl::GetFlag(FLAGS_out).empty()) {
-    std::ofstream(absl::GetFlag(FLAGS_out)) << WeightsText(model);
+    std::ofstream(absl::GetFlag(FLAGS_out)) << train_test::WeightsText(model);
   }
   if (report->stop_signal == SIGTERM || report->stop_signal == SIGUSR1) {
     return train::kPreemptedExitCode;

@@ -5,27 +5,12 @@
 # INT_MAX, reached with small ones). Every rank must print `rank R: 0
 # failures`. Each run takes 1-2 s on 2 cores.
 set -euo pipefail
+# shellcheck source=tests/distributed/mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
 
 worker="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 readonly worker
 
-# Open MPI keeps its session directory under TMPDIR and reads ~/.openmpi:
-# both inside the test's own directory, so that concurrent tests and the
-# user's settings do not interfere.
-export HOME="${TEST_TMPDIR}" TMPDIR="${TEST_TMPDIR}"
-# --allow-run-as-root: CI containers run as root. --oversubscribe: more
-# ranks than cores. --bind-to none: ranks pinned to one core each would
-# fight over it when oversubscribed. plm isolated: launch on this machine
-# only, never through ssh. pml ob1 with btl self,vader: shared memory
-# between the ranks, no network interface needed. Single copy none: vader's
-# default single copy (CMA, process_vm_readv) is refused in containers
-# without CAP_SYS_PTRACE; copying through the shared segment always works.
-readonly mpirun_flags=(
-  --allow-run-as-root --oversubscribe --bind-to none
-  --mca plm isolated
-  --mca pml ob1 --mca btl self,vader
-  --mca btl_vader_single_copy_mechanism none
-)
 
 failed=0
 

@@ -9,18 +9,11 @@
 #         AllReduce; mpirun must end the job.
 # Each mpirun runs under `timeout 60`: reaching it is a hang, a failure.
 set -euo pipefail
+# shellcheck source=tests/distributed/mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
 
 worker="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 readonly worker
-
-# The same setting as mpi_collectives_test.sh (see there for why).
-export HOME="${TEST_TMPDIR}" TMPDIR="${TEST_TMPDIR}"
-readonly mpirun_flags=(
-  --allow-run-as-root --oversubscribe --bind-to none
-  --mca plm isolated
-  --mca pml ob1 --mca btl self,vader
-  --mca btl_vader_single_copy_mechanism none
-)
 
 failed=0
 fail() {

@@ -28,6 +28,7 @@
 #include "gloo/transport/tcp/device.h"
 #include "kindling/core/status_macros.h"
 #include "kindling/distributed/reduce_math.h"
+#include "kindling/distributed/rendezvous.h"
 
 namespace kindling::distributed {
 namespace {
@@ -218,22 +219,9 @@ class GlooCommunicator : public Communicator {
     } catch (const std::exception& error) {
       broken_ = absl::UnavailableError(absl::StrFormat(
           "%s (%d) on rank %d of %d failed: %s%s", operation, size, rank(),
-          world_size(), error.what(), LostPeer()));
+          world_size(), error.what(), DescribeLostPeer(*store_)));
       return broken_;
     }
-  }
-
-  // LostPeer() asks the store which rank's connection ended. A process
-  // that died closed its store connection when Gloo's did, so the store
-  // knows within milliseconds; half a second covers a loaded machine.
-  std::string LostPeer() {
-    if (!store_->Wait({kLostKey}, absl::Milliseconds(500)).ok()) {
-      return "; no rank is known to have ended (a peer may be hung, or the "
-             "network lost)";
-    }
-    absl::StatusOr<std::string> lost = store_->Get(kLostKey);
-    if (!lost.ok()) return "";
-    return absl::StrCat("; rank ", *lost, " is lost (its process ended)");
   }
 
   absl::Mutex mutex_;
@@ -254,19 +242,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(
         absl::StrFormat("ConnectGloo: rank %d is not in a world of %d ranks",
                         options.rank, options.world_size));
   }
-  std::unique_ptr<TcpStoreServer> server;
-  if (options.rank == 0) {
-    absl::StatusOr<std::unique_ptr<TcpStoreServer>> started =
-        TcpStoreServer::Start(options.store);
-    if (!started.ok()) return started.status();
-    server = *std::move(started);
-  }
-  StoreOptions client_options = options.store;
-  if (server != nullptr) client_options.port = server->port();
-  absl::StatusOr<std::unique_ptr<TcpStoreClient>> store =
-      TcpStoreClient::Connect(client_options);
-  if (!store.ok()) return store.status();
-  KINDLING_RETURN_IF_ERROR((*store)->IdentifyAs(std::to_string(options.rank)));
+  absl::StatusOr<Rendezvous> rendezvous =
+      JoinRendezvous(options.store, options.rank);
+  if (!rendezvous.ok()) return rendezvous.status();
+  const StoreOptions& client_options = rendezvous->where;
   std::string listen_host = options.listen_host;
   if (listen_host.empty()) {
     absl::StatusOr<std::string> routed =
@@ -282,7 +261,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(
     std::shared_ptr<gloo::transport::Device> device =
         gloo::transport::tcp::CreateDevice(attr);
     context->setTimeout(ToChrono(options.store.timeout));
-    GlooStore adapter(**store, options.store.timeout);
+    GlooStore adapter(*rendezvous->store, options.store.timeout);
     context->connectFullMesh(adapter, device);
     context->setTimeout(ToChrono(options.timeout));
   } catch (const std::exception& error) {
@@ -292,8 +271,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(
         options.rank, options.world_size, client_options.host,
         client_options.port, listen_host, error.what()));
   }
-  return std::unique_ptr<Communicator>(new GlooCommunicator(
-      options, std::move(server), *std::move(store), std::move(context)));
+  return std::unique_ptr<Communicator>(
+      new GlooCommunicator(options, std::move(rendezvous->server),
+                           std::move(rendezvous->store), std::move(context)));
 }
 
 }  // namespace kindling::distributed

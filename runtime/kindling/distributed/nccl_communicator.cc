@@ -19,6 +19,7 @@
 #include "kindling/backend/cuda/cuda_check.h"
 #include "kindling/backend/cuda/cuda_context.h"
 #include "kindling/core/status_macros.h"
+#include "kindling/distributed/rendezvous.h"
 #include "kindling/tensor/device.h"
 
 namespace kindling::distributed {
@@ -287,23 +288,10 @@ class NcclCommunicator : public Communicator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     (void)ncclCommAbort(comm_);
     comm_ = nullptr;
-    broken_ = absl::Status(error.code(),
-                           absl::StrCat(error.message(), LostPeer(),
-                                        "; the NCCL communicator was aborted"));
+    broken_ = absl::Status(
+        error.code(), absl::StrCat(error.message(), DescribeLostPeer(*store_),
+                                   "; the NCCL communicator was aborted"));
     return broken_;
-  }
-
-  // LostPeer() asks the store which rank's connection ended. A process that
-  // died closed its store connection when it died, so the store knows
-  // within milliseconds; half a second covers a loaded machine.
-  std::string LostPeer() {
-    if (!store_->Wait({kLostKey}, absl::Milliseconds(500)).ok()) {
-      return "; no rank is known to have ended (a peer may be hung, or the "
-             "network lost)";
-    }
-    absl::StatusOr<std::string> lost = store_->Get(kLostKey);
-    if (!lost.ok()) return "";
-    return absl::StrCat("; rank ", *lost, " is lost (its process ended)");
   }
 
   const int device_index_;
@@ -369,23 +357,15 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(
         options.rank, options.device_index, devices));
   }
 
-  std::unique_ptr<TcpStoreServer> server;
-  if (options.rank == 0) {
-    absl::StatusOr<std::unique_ptr<TcpStoreServer>> started =
-        TcpStoreServer::Start(options.store);
-    if (!started.ok()) return started.status();
-    server = *std::move(started);
-  }
-  StoreOptions client_options = options.store;
-  if (server != nullptr) client_options.port = server->port();
-  absl::StatusOr<std::unique_ptr<TcpStoreClient>> store =
-      TcpStoreClient::Connect(client_options);
-  if (!store.ok()) return store.status();
-  KINDLING_RETURN_IF_ERROR((*store)->IdentifyAs(std::to_string(options.rank)));
+  absl::StatusOr<Rendezvous> rendezvous =
+      JoinRendezvous(options.store, options.rank);
+  if (!rendezvous.ok()) return rendezvous.status();
+  const StoreOptions& client_options = rendezvous->where;
+  TcpStoreClient& store = *rendezvous->store;
 
   // NCCL binds a communicator to the device current at its creation.
   cuda::CudaDeviceGuard device(options.device_index);
-  absl::StatusOr<ncclUniqueId> id = ShareUniqueId(options, **store);
+  absl::StatusOr<ncclUniqueId> id = ShareUniqueId(options, store);
   if (!id.ok()) return id.status();
 
   const std::string where =
@@ -427,8 +407,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(
     (void)cudaFree(barrier_buffer);
     return cuda::CudaStatus(allocated, "ConnectNccl: the barrier's buffer");
   }
-  return std::unique_ptr<Communicator>(new NcclCommunicator(
-      options, std::move(server), *std::move(store), comm, barrier_buffer));
+  return std::unique_ptr<Communicator>(
+      new NcclCommunicator(options, std::move(rendezvous->server),
+                           std::move(rendezvous->store), comm, barrier_buffer));
 }
 
 }  // namespace kindling::distributed
