@@ -81,9 +81,28 @@ std::vector<float> Values(const TensorBase& tensor) {
   return Tensor<1>(tensor.To(DType::kF32)).to_data<float>();
 }
 
-TEST(GradientSyncTest, AveragesIntoTheGradientsInBucketsOfTheGivenSize) {
+using Overlap = GradientSyncOptions::Overlap;
+
+// Every case runs with the communication thread and without it.
+class GradientSyncTest : public ::testing::TestWithParam<Overlap> {
+ protected:
+  GradientSyncOptions Options(int64_t bucket_bytes = int64_t{25} << 20) {
+    return {.bucket_bytes = bucket_bytes, .overlap = GetParam()};
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Overlap, GradientSyncTest,
+                         ::testing::Values(Overlap::kBackground,
+                                           Overlap::kInline),
+                         [](const auto& info) {
+                           return info.param == Overlap::kBackground
+                                      ? "background"
+                                      : "inline";
+                         });
+
+TEST_P(GradientSyncTest, AveragesIntoTheGradientsInBucketsOfTheGivenSize) {
   OnesPeer peer;
-  GradientSync sync(peer, {.bucket_bytes = 400});  // 100 f32
+  GradientSync sync(peer, Options(400));  // 100 f32
   std::vector<TensorBase> grads = {Filled(60, 3), Filled(60, 5), Filled(250, 7),
                                    Filled(10, 9)};
   auto hook = sync.Hook();
@@ -102,11 +121,12 @@ TEST(GradientSyncTest, AveragesIntoTheGradientsInBucketsOfTheGivenSize) {
   EXPECT_THAT(Values(grads[3]), testing::Each(5.0f));
   EXPECT_EQ(sync.stats().buckets, 3);
   EXPECT_EQ(sync.stats().steps, 1);
+  EXPECT_EQ(sync.overlapping(), GetParam() == Overlap::kBackground);
 }
 
-TEST(GradientSyncTest, ADtypeChangeClosesTheBucket) {
+TEST_P(GradientSyncTest, ADtypeChangeClosesTheBucket) {
   OnesPeer peer;
-  GradientSync sync(peer);
+  GradientSync sync(peer, Options());
   std::vector<TensorBase> grads = {Filled(4, 3), Filled(4, 5, DType::kBF16),
                                    Filled(4, 7, DType::kBF16),
                                    Filled(4, 9, DType::kF64)};
@@ -122,9 +142,9 @@ TEST(GradientSyncTest, ADtypeChangeClosesTheBucket) {
   EXPECT_THAT(Values(grads[3]), testing::Each(5.0f));
 }
 
-TEST(GradientSyncTest, StepsReuseTheirBuffersAndKeepTheOrder) {
+TEST_P(GradientSyncTest, StepsReuseTheirBuffersAndKeepTheOrder) {
   OnesPeer peer;
-  GradientSync sync(peer, {.bucket_bytes = 64});
+  GradientSync sync(peer, Options(64));
   for (int step = 0; step < 20; ++step) {
     std::vector<TensorBase> grads;
     for (int i = 0; i < 6; ++i) grads.push_back(Filled(8 + i, 2 * i + 1));
@@ -137,10 +157,10 @@ TEST(GradientSyncTest, StepsReuseTheirBuffersAndKeepTheOrder) {
   EXPECT_EQ(sync.stats().steps, 20);
 }
 
-TEST(GradientSyncTest, FinishReturnsTheCommunicatorsError) {
+TEST_P(GradientSyncTest, FinishReturnsTheCommunicatorsError) {
   OnesPeer peer;
   peer.fail_at(1);
-  GradientSync sync(peer, {.bucket_bytes = 4});
+  GradientSync sync(peer, Options(4));
   for (int i = 0; i < 4; ++i) sync.OnGradientReady(Filled(4, 1));
   const absl::Status status = sync.Finish();
   EXPECT_TRUE(absl::IsUnavailable(status)) << status;
@@ -149,9 +169,9 @@ TEST(GradientSyncTest, FinishReturnsTheCommunicatorsError) {
   EXPECT_EQ(peer.calls().size(), 2u);
 }
 
-TEST(GradientSyncTest, AGradientOnAnotherDeviceOrLayoutIsAnError) {
+TEST_P(GradientSyncTest, AGradientOnAnotherDeviceOrLayoutIsAnError) {
   OnesPeer peer;
-  GradientSync sync(peer);
+  GradientSync sync(peer, Options());
   const TensorBase matrix = Tensor<2>::Ones({3, 4}).base();
   sync.OnGradientReady(matrix.Transpose(0, 1));
   const absl::Status status = sync.Finish();
@@ -160,9 +180,9 @@ TEST(GradientSyncTest, AGradientOnAnotherDeviceOrLayoutIsAnError) {
               testing::HasSubstr("not contiguous"));
 }
 
-TEST(GradientSyncTest, AloneNothingIsSent) {
+TEST_P(GradientSyncTest, AloneNothingIsSent) {
   OnesPeer alone(/*world_size=*/1);
-  GradientSync sync(alone);
+  GradientSync sync(alone, Options());
   const TensorBase grad = Filled(5, 3);
   sync.OnGradientReady(grad);
   ASSERT_TRUE(sync.Finish().ok());

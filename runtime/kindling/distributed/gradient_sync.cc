@@ -1,10 +1,16 @@
 #include "kindling/distributed/gradient_sync.h"
 
+#include <omp.h>
+#include <sched.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "kindling/core/status_macros.h"
 
@@ -23,9 +29,31 @@ int64_t BytesOf(const TensorBase& tensor) {
 
 }  // namespace
 
+// SpareCoreForCommunication() is kAuto's choice: whether this process may
+// run on more cores than its compute threads and the local ranks' need.
+bool SpareCoreForCommunication() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  const int cores = sched_getaffinity(0, sizeof(allowed), &allowed) == 0
+                        ? CPU_COUNT(&allowed)
+                        : static_cast<int>(std::thread::hardware_concurrency());
+  int local_ranks = 1;
+  for (const char* name : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && absl::SimpleAtoi(value, &local_ranks)) break;
+  }
+  return cores > omp_get_max_threads() * std::max(local_ranks, 1);
+}
+
 GradientSync::GradientSync(Communicator& comm, GradientSyncOptions options)
     : comm_(comm), options_(options) {
-  if (comm_.world_size() > 1) thread_ = std::thread([this] { ThreadLoop(); });
+  using Overlap = GradientSyncOptions::Overlap;
+  const bool background =
+      options_.overlap == Overlap::kBackground ||
+      (options_.overlap == Overlap::kAuto && SpareCoreForCommunication());
+  if (comm_.world_size() > 1 && background) {
+    thread_ = std::thread([this] { ThreadLoop(); });
+  }
 }
 
 GradientSync::~GradientSync() {
@@ -55,10 +83,26 @@ void GradientSync::OnGradientReady(const TensorBase& grad) {
 void GradientSync::Enqueue() {
   if (filling_.grads.empty()) return;
   filling_.index = buckets_this_step_++;
+  if (!thread_.joinable()) {
+    ReduceInline(filling_);
+    filling_ = Bucket{};
+    return;
+  }
   absl::MutexLock lock(&mutex_);
   ++in_flight_;
   queue_.push_back(std::move(filling_));
   filling_ = Bucket{};
+}
+
+void GradientSync::ReduceInline(Bucket& bucket) {
+  const Clock::time_point start = Clock::now();
+  absl::MutexLock lock(&mutex_);
+  if (error_.ok()) error_ = Reduce(bucket);  // after an error, drop the rest
+  stats_.buckets += 1;
+  stats_.bytes += bucket.bytes;
+  const double seconds = SecondsSince(start);
+  stats_.communication_seconds += seconds;
+  stats_.exposed_seconds += seconds;
 }
 
 absl::Status GradientSync::Finish() {
