@@ -65,48 +65,48 @@ double MemcpySeconds(int64_t bytes, int64_t iterations) {
          iterations;
 }
 
+// OpSeconds() runs the state's loop over `op` and returns the mean seconds
+// per operation (the loop's wall time; every rank runs the same count).
+template <class Op>
+double OpSeconds(benchmark::State& state, Op op) {
+  KINDLING_CHECK(comm->Barrier().ok(), "barrier");
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    const absl::Status status = op();
+    if (!status.ok()) {
+      state.SkipWithError(status.ToString().c_str());
+      return 0;
+    }
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+             .count() /
+         std::max<int64_t>(state.iterations(), 1);
+}
+
 void BM_AllReduce(benchmark::State& state) {
   const int64_t bytes = state.range(0);
   const int64_t count = bytes / 4;
   std::vector<float> data(count, 1.0f);
   const double memcpy_seconds = MemcpySeconds(bytes, 20);
-  KINDLING_CHECK(comm->Barrier().ok(), "barrier");
-  for (auto _ : state) {
-    const absl::Status status =
-        comm->AllReduce(data.data(), count, DType::kF32, ReduceOp::kSum);
-    if (!status.ok()) {
-      state.SkipWithError(status.ToString().c_str());
-      break;
-    }
-  }
+  const double seconds = OpSeconds(state, [&] {
+    return comm->AllReduce(data.data(), count, DType::kF32, ReduceOp::kSum);
+  });
   const int n = comm->world_size();
-  const double ring_bytes = bytes * 2.0 * (n - 1) / n;
-  state.counters["us_per_op"] =
-      benchmark::Counter(1e-6, benchmark::Counter::kIsIterationInvariantRate |
-                                   benchmark::Counter::kInvert);
-  state.counters["bus_GBps"] = benchmark::Counter(
-      ring_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  const double bus_bytes = bytes * 2.0 * (n - 1) / n;
+  state.counters["us_per_op"] = seconds * 1e6;
+  state.counters["bus_GBps"] = bus_bytes * 1e-9 / seconds;
   state.counters["memcpy_GBps"] = bytes * 1e-9 / memcpy_seconds;
-  // ratio_vs_memcpy = bus GB/s / memcpy GB/s = memcpy time / (time of the
-  // ring bytes), as an iteration-invariant rate of memcpy_seconds.
   state.counters["ratio_vs_memcpy"] =
-      benchmark::Counter(memcpy_seconds * ring_bytes / bytes,
-                         benchmark::Counter::kIsIterationInvariantRate);
+      (bus_bytes / seconds) / (bytes / memcpy_seconds);
   state.SetLabel(absl::StrFormat("%s, %d ranks", comm->backend(), n));
 }
 
 void BM_Latency(benchmark::State& state) {
   double values[2] = {1, 0};
-  KINDLING_CHECK(comm->Barrier().ok(), "barrier");
-  for (auto _ : state) {
-    if (!comm->AllReduce(values, 2, DType::kF64, ReduceOp::kSum).ok()) {
-      state.SkipWithError("all-reduce failed");
-      break;
-    }
-  }
-  state.counters["us_per_op"] =
-      benchmark::Counter(1e-6, benchmark::Counter::kIsIterationInvariantRate |
-                                   benchmark::Counter::kInvert);
+  const double seconds = OpSeconds(state, [&] {
+    return comm->AllReduce(values, 2, DType::kF64, ReduceOp::kSum);
+  });
+  state.counters["us_per_op"] = seconds * 1e6;
   state.SetLabel(
       absl::StrFormat("%s, %d ranks", comm->backend(), comm->world_size()));
 }
