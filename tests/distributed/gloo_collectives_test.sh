@@ -4,7 +4,9 @@
 # kindling-launch would (RunCollectiveChecks on the Gloo communicator), then
 # a job whose rank 1 dies mid-collective (the others must fail naming rank 1
 # within seconds) and one whose rank 1 stays silent (DeadlineExceeded after
-# the 2 s timeout). Every surviving rank must print `rank R: 0 failures`.
+# the 2 s timeout), and a job that meets through a shared directory
+# (KINDLING_STORE_PATH) instead. Every surviving rank must print `rank R: 0
+# failures`.
 set -euo pipefail
 
 worker="$1"
@@ -23,6 +25,12 @@ run_job() {
   port=$(free_port)
   local pids=()
   for ((rank = 0; rank < np; ++rank)); do
+    if [[ -n "${KINDLING_STORE_PATH:-}" ]]; then
+      RANK=${rank} WORLD_SIZE=${np} \
+        timeout 60 "${worker}" "$@" >"${TEST_TMPDIR}/${name}.${rank}.log" 2>&1 &
+      pids+=($!)
+      continue
+    fi
     RANK=${rank} WORLD_SIZE=${np} MASTER_ADDR=127.0.0.1 MASTER_PORT=${port} \
       timeout 60 "${worker}" "$@" >"${TEST_TMPDIR}/${name}.${rank}.log" 2>&1 &
     pids+=($!)
@@ -43,6 +51,9 @@ run_job() {
 }
 
 run_job 2 np2
+# Through a shared directory instead of rank 0's TCP store.
+mkdir -p "${TEST_TMPDIR}/store"
+KINDLING_STORE_PATH="${TEST_TMPDIR}/store" run_job 2 file_store
 run_job 3 np3
 run_job 4 np4
 run_job 3 die --mode=die --timeout_s=20

@@ -186,6 +186,17 @@ TEST(LaunchEnvironmentTest, MasterPortIsRequiredForSeveralProcesses) {
                                         HasSubstr("MASTER_PORT=29500")));
 }
 
+TEST(LaunchEnvironmentTest, AStorePathReplacesTheMaster) {
+  const absl::StatusOr<LaunchEnvironment> env =
+      Read({{"RANK", "1"},
+            {"WORLD_SIZE", "2"},
+            {"KINDLING_STORE_PATH", "/shared/job-7"}});
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->store_path, "/shared/job-7");
+  EXPECT_EQ(env->master_port, 0);
+  EXPECT_EQ(env->master_addr, "");
+}
+
 TEST(LaunchEnvironmentTest, MasterPortMustBeATcpPort) {
   for (const char* port : {"0", "65536", "-5"}) {
     Variables variables = TwoRanks();

@@ -67,7 +67,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNcclFrom(
                       .device_index = launch.local_rank,
                       .store = *store,
                       .timeout = options.timeout,
-                      .listen_host = {}});
+                      .listen_host = {},
+                      .file_store_path = {}});
 #else
   return absl::FailedPreconditionError(
       "the NCCL backend needs a build with --config=cuda");
@@ -112,13 +113,24 @@ absl::StatusOr<std::unique_ptr<Communicator>> Connect(
     return ConnectMpi(options.timeout);
   }
   if (backend == Backend::kNccl) return ConnectNcclFrom(launch, options);
+  if (!launch.store_path.empty()) {
+    GlooOptions gloo{.rank = launch.rank,
+                     .world_size = launch.world_size,
+                     .store = {},
+                     .timeout = options.timeout,
+                     .listen_host = {},
+                     .file_store_path = launch.store_path};
+    gloo.store.timeout = options.timeout;
+    return ConnectGloo(gloo);
+  }
   absl::StatusOr<StoreOptions> store = StoreFrom(launch, options, "Gloo");
   if (!store.ok()) return store.status();
   return ConnectGloo({.rank = launch.rank,
                       .world_size = launch.world_size,
                       .store = *store,
                       .timeout = options.timeout,
-                      .listen_host = {}});
+                      .listen_host = {},
+                      .file_store_path = {}});
 }
 
 }  // namespace kindling::distributed

@@ -24,6 +24,7 @@
 #include "gloo/broadcast.h"
 #include "gloo/common/error.h"
 #include "gloo/rendezvous/context.h"
+#include "gloo/rendezvous/file_store.h"
 #include "gloo/rendezvous/store.h"
 #include "gloo/transport/tcp/device.h"
 #include "kindling/core/status_macros.h"
@@ -103,6 +104,25 @@ absl::StatusOr<std::string> RoutedLocalAddress(const std::string& host,
   }
   char text[INET_ADDRSTRLEN] = {};
   inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
+  return std::string(text);
+}
+
+// HostNameAddress() is the IPv4 address this machine's host name resolves
+// to (what peers sharing a file store connect to), or 127.0.0.1 when the
+// name does not resolve to one.
+absl::StatusOr<std::string> HostNameAddress() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return std::string("127.0.0.1");
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(name, nullptr, &hints, &found) != 0 || found == nullptr) {
+    return std::string("127.0.0.1");
+  }
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> owner(found, freeaddrinfo);
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr,
+            text, sizeof(text));
   return std::string(text);
 }
 
@@ -217,9 +237,10 @@ class GlooCommunicator : public Communicator {
       fn();
       return absl::OkStatus();
     } catch (const std::exception& error) {
-      broken_ = absl::UnavailableError(absl::StrFormat(
-          "%s (%d) on rank %d of %d failed: %s%s", operation, size, rank(),
-          world_size(), error.what(), DescribeLostPeer(*store_)));
+      broken_ = absl::UnavailableError(
+          absl::StrFormat("%s (%d) on rank %d of %d failed: %s%s", operation,
+                          size, rank(), world_size(), error.what(),
+                          store_ != nullptr ? DescribeLostPeer(*store_) : ""));
       return broken_;
     }
   }
@@ -242,16 +263,25 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(
         absl::StrFormat("ConnectGloo: rank %d is not in a world of %d ranks",
                         options.rank, options.world_size));
   }
-  absl::StatusOr<Rendezvous> rendezvous =
-      JoinRendezvous(options.store, options.rank);
-  if (!rendezvous.ok()) return rendezvous.status();
-  const StoreOptions& client_options = rendezvous->where;
+  const bool file_store = !options.file_store_path.empty();
+  Rendezvous rendezvous;
+  std::string where = options.file_store_path;
+  if (!file_store) {
+    absl::StatusOr<Rendezvous> joined =
+        JoinRendezvous(options.store, options.rank);
+    if (!joined.ok()) return joined.status();
+    rendezvous = *std::move(joined);
+    where =
+        absl::StrFormat("%s:%d", rendezvous.where.host, rendezvous.where.port);
+  }
   std::string listen_host = options.listen_host;
   if (listen_host.empty()) {
-    absl::StatusOr<std::string> routed =
-        RoutedLocalAddress(client_options.host, client_options.port);
-    if (!routed.ok()) return routed.status();
-    listen_host = *routed;
+    absl::StatusOr<std::string> local =
+        file_store
+            ? HostNameAddress()
+            : RoutedLocalAddress(rendezvous.where.host, rendezvous.where.port);
+    if (!local.ok()) return local.status();
+    listen_host = *local;
   }
   auto context = std::make_shared<gloo::rendezvous::Context>(
       options.rank, options.world_size);
@@ -261,19 +291,23 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(
     std::shared_ptr<gloo::transport::Device> device =
         gloo::transport::tcp::CreateDevice(attr);
     context->setTimeout(ToChrono(options.store.timeout));
-    GlooStore adapter(*rendezvous->store, options.store.timeout);
-    context->connectFullMesh(adapter, device);
+    if (file_store) {
+      gloo::rendezvous::FileStore store(options.file_store_path);
+      context->connectFullMesh(store, device);
+    } else {
+      GlooStore adapter(*rendezvous.store, options.store.timeout);
+      context->connectFullMesh(adapter, device);
+    }
     context->setTimeout(ToChrono(options.timeout));
   } catch (const std::exception& error) {
     return absl::UnavailableError(absl::StrFormat(
-        "Gloo rendezvous of rank %d of %d through the store at %s:%d "
+        "Gloo rendezvous of rank %d of %d through the store at %s "
         "(listening on %s) failed: %s",
-        options.rank, options.world_size, client_options.host,
-        client_options.port, listen_host, error.what()));
+        options.rank, options.world_size, where, listen_host, error.what()));
   }
   return std::unique_ptr<Communicator>(
-      new GlooCommunicator(options, std::move(rendezvous->server),
-                           std::move(rendezvous->store), std::move(context)));
+      new GlooCommunicator(options, std::move(rendezvous.server),
+                           std::move(rendezvous.store), std::move(context)));
 }
 
 }  // namespace kindling::distributed

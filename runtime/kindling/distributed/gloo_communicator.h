@@ -6,10 +6,11 @@
 //       .store = {.host = "10.0.0.1", .port = 29500}});
 //
 // Rendezvous goes through the TcpStore (tcp_store.h) that rank 0 hosts at
-// store.host:store.port: each rank publishes the address of its Gloo
-// endpoint there and connects to every other rank's (a full mesh). Each
-// rank's endpoint listens on the local address through which it reaches the
-// store (the interface that routes to rank 0), or on `listen_host` when set.
+// store.host:store.port (or through a shared directory, file_store_path): each
+// rank publishes the address of its Gloo endpoint there and connects to every
+// other rank's (a full mesh). Each rank's endpoint listens on the local address
+// through which it reaches the store (the interface that routes to rank 0), or
+// on `listen_host` when set.
 //
 // A lost peer: Gloo reports a closed connection or a timeout; the error
 // names the operation and, when the store recorded which rank's connection
@@ -36,8 +37,13 @@ struct GlooOptions {
   // timeout bounds each collective.
   absl::Duration timeout = absl::Minutes(5);
   // listen_host: the address this rank's Gloo endpoint listens on; empty
-  // picks the local address that routes to store.host.
+  // picks the local address that routes to store.host (with a file store:
+  // this machine's host name's address).
   std::string listen_host;
+  // file_store_path: when set, the ranks meet through files in this
+  // directory (Gloo's FileStore, on a file system every rank shares)
+  // instead of the TCP store; a lost rank is then not named.
+  std::string file_store_path;
 };
 
 // ConnectGloo() starts the store (rank 0), connects to it, and connects the

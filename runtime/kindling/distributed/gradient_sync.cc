@@ -114,7 +114,8 @@ absl::Status GradientSync::Finish() {
       +[](int* in_flight) { return *in_flight == 0; }, &in_flight_));
   buckets_this_step_ = 0;
   ++stats_.steps;
-  stats_.exposed_seconds += SecondsSince(start);
+  // Inline, ReduceInline() counted the whole reduction as exposed already.
+  if (thread_.joinable()) stats_.exposed_seconds += SecondsSince(start);
   return error_;
 }
 

@@ -225,11 +225,18 @@ absl::StatusOr<LaunchEnvironment> ReadVariables(
       !status.ok()) {
     return status;
   }
-  absl::StatusOr<std::string> addr = ReadAddress(lookup, env.world_size);
-  if (!addr.ok()) return addr.status();
-  env.master_addr = *addr;
-  absl::StatusOr<int> port =
-      ReadPort(lookup, /*required=*/env.world_size > 1, env.world_size);
+  // A shared directory replaces rank 0's TCP store (Gloo's file store).
+  env.store_path = Get(lookup, "KINDLING_STORE_PATH").value_or("");
+  const bool tcp_store = env.world_size > 1 && env.store_path.empty();
+  if (tcp_store) {
+    absl::StatusOr<std::string> addr = ReadAddress(lookup, env.world_size);
+    if (!addr.ok()) return addr.status();
+    env.master_addr = *addr;
+  } else {
+    env.master_addr = Get(lookup, "MASTER_ADDR")
+                          .value_or(env.world_size == 1 ? "127.0.0.1" : "");
+  }
+  absl::StatusOr<int> port = ReadPort(lookup, tcp_store, env.world_size);
   if (!port.ok()) return port.status();
   env.master_port = *port;
   return env;

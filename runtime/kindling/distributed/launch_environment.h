@@ -41,6 +41,11 @@ struct LaunchEnvironment {
   // are optional: empty and 0 when not set (MPI has its own rendezvous).
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
+  // store_path (KINDLING_STORE_PATH): a directory on a file system every
+  // rank shares, through which Gloo ranks meet instead of rank 0's TCP
+  // store; MASTER_ADDR and MASTER_PORT are then optional. Use a fresh
+  // directory per job.
+  std::string store_path;
   Launcher launcher = Launcher::kSingle;
 
   // ToString() is one line for logs: "rank 1 of 2 (local 1), rendezvous
