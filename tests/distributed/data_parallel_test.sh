@@ -3,9 +3,10 @@
 # single-process result, and survives losing a rank or a preemption notice.
 #
 # 1. One process with batch 128, then 2 ranks x batch 64 through
-#    kindling-launch (Gloo) and under mpirun (MPI), 20 Adam steps from the
-#    same data order: the same per-step losses (mean over ranks) and final
-#    weights within 1e-5 relative.
+#    kindling-launch (Gloo) and under mpirun (MPI), and 2 ranks x 2
+#    accumulated micro-batches of 32, 20 Adam steps from the same data
+#    order: the same per-step losses (mean over ranks) and final weights
+#    within 1e-5 relative.
 # 2. Rank 1 dies at step 12 (Gloo): rank 0 fails within seconds naming rank
 #    1; the checkpoint of step 10 is intact; 2 ranks resume from it and end
 #    with the uninterrupted run's weights.
@@ -72,6 +73,13 @@ timeout 120 mpirun "${mpirun_flags[@]}" -np 2 --output-filename "${t}/mpi" \
   "${worker}" --batch=64 --out="${t}/mpi.txt" >/dev/null 2>&1 ||
   { cat "${t}"/mpi/1/rank.*/stdout; fail "the MPI job failed"; }
 compare "${t}/single.txt" "${t}/mpi.txt" "1 rank x 128 vs 2 MPI ranks x 64"
+
+# Gradient accumulation: 2 ranks x 2 micro-batches of 32 step as 1 x 128.
+timeout 120 "${launcher}" --nproc=2 -- bash -c \
+  "exec '${worker}' --batch=32 --accumulate=2 --out='${t}/accumulate.txt' >${t}/accumulate.\${RANK}.log 2>&1" ||
+  { cat "${t}"/accumulate.*.log; fail "the accumulating job failed"; }
+grep -q '^rank 0: done, step 20' "${t}/accumulate.0.log" || fail "accumulate: not 20 optimizer steps"
+compare "${t}/single.txt" "${t}/accumulate.txt" "1 rank x 128 vs 2 ranks x 2 micro-batches x 32"
 
 mean_losses "${t}/single.log" >"${t}/single.losses"
 mean_losses "${t}"/gloo.*.log >"${t}/gloo.losses"

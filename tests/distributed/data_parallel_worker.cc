@@ -58,6 +58,7 @@ ABSL_FLAG(int64_t, die_step, 0, "");
 ABSL_FLAG(int64_t, signal_step, 0, "");
 ABSL_FLAG(double, timeout_s, 30, "collective timeout");
 ABSL_FLAG(int, mismatch_rank, -1, "this rank builds a wider model");
+ABSL_FLAG(int64_t, accumulate, 1, "micro-batches per optimizer step");
 ABSL_FLAG(double, dropout, 0,
           "input dropout in training (each rank its own masks)");
 
@@ -160,7 +161,8 @@ int Run() {
              if (signalled && step == signal_step) std::raise(SIGTERM);
            },
        .communicator = comm->get(),
-       .gradient_sync = {.bucket_bytes = absl::GetFlag(FLAGS_bucket_bytes)}});
+       .gradient_sync = {.bucket_bytes = absl::GetFlag(FLAGS_bucket_bytes)},
+       .accumulation_steps = absl::GetFlag(FLAGS_accumulate)});
   absl::StatusOr<train::TrainReport> report = trainer.Run();
   if (!report.ok()) {
     std::printf("error: rank %d: %s\n", rank,

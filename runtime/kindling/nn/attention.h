@@ -43,7 +43,7 @@ struct AttentionOptions {
   // key_padding_mask: Bool [B, S], true where a key is padding and must be
   // ignored (torch's key_padding_mask). A query whose keys are all masked
   // gets NaN, as in torch.
-  std::optional<Tensor<2, Bool>> key_padding_mask;
+  std::optional<Tensor<2, Bool>> key_padding_mask{};
   // mode: dropout on the attention weights applies only in kTraining.
   ForwardMode mode = ForwardMode::kInference;
   // rng: the generator dropout draws from. REQUIRED in kTraining when the

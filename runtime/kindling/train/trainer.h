@@ -116,6 +116,14 @@ struct TrainerOptions {
   // owned, must outlive Run(). Null or a world of one: this process alone.
   distributed::Communicator* communicator = nullptr;
   distributed::GradientSyncOptions gradient_sync{};
+  // accumulation_steps: batches (micro-batches) per optimizer step. Each
+  // micro-batch's loss is scaled by 1 / accumulation_steps and the
+  // gradients summed, so k batches of b samples step as one batch of k x b
+  // would; with several ranks the summed gradients are all-reduced once per
+  // optimizer step. An epoch whose batches do not divide by k ends with a
+  // step over the ones left (still scaled by 1 / k). Checkpoints and stops
+  // fall between optimizer steps.
+  int64_t accumulation_steps = 1;
 };
 
 // StepContext: what a step function gets besides the model and the batch.
@@ -269,6 +277,18 @@ class Trainer {
   // StepOnDevice() runs one step and returns the loss, still on the device
   // (detached from the graph).
   absl::StatusOr<Tensor<0>> StepOnDevice(const BatchType& batch);
+  // AccumulateOnDevice() runs forward and backward of one micro-batch with
+  // its loss scaled by `scale`, adds the gradients to `sum` (recording the
+  // order backward produced them on the first), and returns the unscaled
+  // loss on the device.
+  absl::StatusOr<Tensor<0>> AccumulateOnDevice(const BatchType& batch,
+                                               double scale,
+                                               std::optional<Gradients>& sum,
+                                               std::vector<ParamId>& order);
+  // StepAccumulated() averages `sum` over the ranks (in `order`) and makes
+  // one optimizer step with it.
+  absl::Status StepAccumulated(Gradients& sum,
+                               const std::vector<ParamId>& order);
   absl::StatusOr<bool> RunEpoch(TrainReport& report, ProgressPrinter& progress);
   bool ShouldStop() const {
     return InterruptRequested() ||
@@ -363,6 +383,54 @@ absl::StatusOr<Tensor<0>> Trainer<M, Loader>::StepOnDevice(
 }
 
 template <Module M, BatchLoader Loader>
+absl::StatusOr<Tensor<0>> Trainer<M, Loader>::AccumulateOnDevice(
+    const BatchType& batch, double scale, std::optional<Gradients>& sum,
+    std::vector<ParamId>& order) {
+  const absl::StatusOr<Device> device = ModelDevice(model_);
+  if (!device.ok()) return device.status();
+  StepContext context{.mode = nn::ForwardMode::kTraining,
+                      .rng = rng_,
+                      .step = optimizer_.step_count() + 1,
+                      .device = *device};
+  const Tensor<0> loss = step_(model_, batch, context);
+  BackwardOptions backward;
+  const bool first = !sum.has_value();
+  if (first) {
+    backward.on_gradient_ready = [&order](ParamId id, const TensorBase&) {
+      order.push_back(id);
+    };
+  }
+  Gradients grads = Backward(loss * scale, backward);
+  if (first) {
+    sum = std::move(grads);
+  } else {
+    NoGradGuard no_grad;
+    for (const ParamId& id : order) {
+      std::optional<TensorBase> more = grads.Get(id);
+      std::optional<TensorBase> so_far = sum->Get(id);
+      if (more.has_value() && so_far.has_value()) {
+        sum->Set(id, ops::Binary(BinaryOp::kAdd, *so_far, *more));
+      }
+    }
+  }
+  return loss.detach();
+}
+
+template <Module M, BatchLoader Loader>
+absl::Status Trainer<M, Loader>::StepAccumulated(
+    Gradients& sum, const std::vector<ParamId>& order) {
+  if (sync_ != nullptr) {
+    for (const ParamId& id : order) {
+      if (std::optional<TensorBase> grad = sum.Get(id)) {
+        sync_->OnGradientReady(*grad);
+      }
+    }
+    KINDLING_RETURN_IF_ERROR(sync_->Finish());
+  }
+  return optimizer_.Step(model_, sum);
+}
+
+template <Module M, BatchLoader Loader>
 absl::Status Trainer<M, Loader>::StartDistributed() {
   distributed::Communicator* comm = Distributed();
   if (comm == nullptr || sync_ != nullptr) return absl::OkStatus();
@@ -440,11 +508,42 @@ absl::StatusOr<bool> Trainer<M, Loader>::RunEpoch(TrainReport& report,
     return distributed ? global_loss_sum / steps
                        : loss_sum->template item<float>() / steps;
   };
+  const int64_t accumulate = std::max<int64_t>(options_.accumulation_steps, 1);
+  std::optional<Gradients> sum;  // micro-batches' gradients so far
+  std::vector<ParamId> order;    // the order backward produced them
+  std::optional<Tensor<0>> step_loss;
+  int64_t micro = 0;
+  int64_t step_samples = 0;
   while (!stop) {
     std::optional<BatchType> batch = loader_.Next();
-    if (!batch.has_value()) break;
-    absl::StatusOr<Tensor<0>> loss = StepOnDevice(*batch);
-    if (!loss.ok()) return loss.status();
+    if (!batch.has_value() && micro == 0) break;
+    absl::StatusOr<Tensor<0>> loss;
+    if (accumulate == 1) {
+      loss = StepOnDevice(*batch);
+      if (!loss.ok()) return loss.status();
+      step_samples = SamplesOf(*batch);
+    } else {
+      if (batch.has_value()) {
+        absl::StatusOr<Tensor<0>> micro_loss =
+            AccumulateOnDevice(*batch, 1.0 / accumulate, sum, order);
+        if (!micro_loss.ok()) return micro_loss.status();
+        NoGradGuard no_grad;
+        step_loss =
+            step_loss.has_value() ? *step_loss + *micro_loss : *micro_loss;
+        step_samples += SamplesOf(*batch);
+        if (++micro < accumulate) continue;
+      }
+      // k micro-batches, or the epoch's last ones: one optimizer step.
+      KINDLING_RETURN_IF_ERROR(StepAccumulated(*sum, order));
+      {
+        NoGradGuard no_grad;
+        loss = *step_loss * (1.0 / micro);
+      }
+      sum.reset();
+      order.clear();
+      step_loss.reset();
+      micro = 0;
+    }
     if (options_.on_step) {
       options_.on_step(optimizer_.step_count(), loss->template item<float>());
     }
@@ -459,11 +558,12 @@ absl::StatusOr<bool> Trainer<M, Loader>::RunEpoch(TrainReport& report,
       stop = ShouldStop();
     }
     ++steps;
-    const int64_t batch_samples = SamplesOf(*batch);
-    samples += batch_samples;
+    samples += step_samples;
     const int64_t step_in_epoch = loader_.batch_index() + 1;
     progress.OnStep(epoch, step_in_epoch, optimizer_.step_count(), mean_loss,
-                    batch_samples);
+                    step_samples);
+    step_samples = 0;
+    if (!batch.has_value()) break;  // the epoch ended inside the step
   }
   const double seconds =
       std::chrono::duration<double>(Clock::now() - start).count();
