@@ -66,9 +66,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNcclFrom(
                       .world_size = launch.world_size,
                       .device_index = launch.local_rank,
                       .store = *store,
-                      .timeout = options.timeout,
-                      .listen_host = {},
-                      .file_store_path = {}});
+                      .timeout = options.timeout});
 #else
   return absl::FailedPreconditionError(
       "the NCCL backend needs a build with --config=cuda");

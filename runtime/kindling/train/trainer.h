@@ -285,6 +285,17 @@ class Trainer {
                                                double scale,
                                                std::optional<Gradients>& sum,
                                                std::vector<ParamId>& order);
+  // StepResult: one optimizer step's mean loss (on the device), the samples
+  // it trained on, and whether the epoch ended inside it.
+  struct StepResult {
+    Tensor<0> loss;
+    int64_t samples = 0;
+    bool epoch_ended = false;
+  };
+  // TrainStep() makes one optimizer step from the loader's next batches
+  // (accumulation_steps of them, fewer at the epoch's end); nullopt when
+  // the epoch is over before it.
+  absl::StatusOr<std::optional<StepResult>> TrainStep();
   // StepAccumulated() averages `sum` over the ranks (in `order`) and makes
   // one optimizer step with it.
   absl::Status StepAccumulated(Gradients& sum,
@@ -417,6 +428,42 @@ absl::StatusOr<Tensor<0>> Trainer<M, Loader>::AccumulateOnDevice(
 }
 
 template <Module M, BatchLoader Loader>
+absl::StatusOr<std::optional<typename Trainer<M, Loader>::StepResult>>
+Trainer<M, Loader>::TrainStep() {
+  const int64_t accumulate = std::max<int64_t>(options_.accumulation_steps, 1);
+  std::optional<Gradients> sum;  // the micro-batches' gradients so far
+  std::vector<ParamId> order;    // the order backward produced them
+  std::optional<Tensor<0>> loss_sum;
+  StepResult result;
+  int64_t micro = 0;
+  while (micro < accumulate) {
+    std::optional<BatchType> batch = loader_.Next();
+    if (!batch.has_value()) {
+      result.epoch_ended = true;
+      break;
+    }
+    result.samples += SamplesOf(*batch);
+    if (accumulate == 1) {
+      absl::StatusOr<Tensor<0>> loss = StepOnDevice(*batch);
+      if (!loss.ok()) return loss.status();
+      result.loss = *std::move(loss);
+      return result;
+    }
+    absl::StatusOr<Tensor<0>> loss =
+        AccumulateOnDevice(*batch, 1.0 / accumulate, sum, order);
+    if (!loss.ok()) return loss.status();
+    NoGradGuard no_grad;
+    loss_sum = loss_sum.has_value() ? *loss_sum + *loss : *loss;
+    ++micro;
+  }
+  if (micro == 0) return std::nullopt;
+  KINDLING_RETURN_IF_ERROR(StepAccumulated(*sum, order));
+  NoGradGuard no_grad;
+  result.loss = *loss_sum * (1.0 / micro);
+  return result;
+}
+
+template <Module M, BatchLoader Loader>
 absl::Status Trainer<M, Loader>::StepAccumulated(
     Gradients& sum, const std::vector<ParamId>& order) {
   if (sync_ != nullptr) {
@@ -508,62 +555,30 @@ absl::StatusOr<bool> Trainer<M, Loader>::RunEpoch(TrainReport& report,
     return distributed ? global_loss_sum / steps
                        : loss_sum->template item<float>() / steps;
   };
-  const int64_t accumulate = std::max<int64_t>(options_.accumulation_steps, 1);
-  std::optional<Gradients> sum;  // micro-batches' gradients so far
-  std::vector<ParamId> order;    // the order backward produced them
-  std::optional<Tensor<0>> step_loss;
-  int64_t micro = 0;
-  int64_t step_samples = 0;
   while (!stop) {
-    std::optional<BatchType> batch = loader_.Next();
-    if (!batch.has_value() && micro == 0) break;
-    absl::StatusOr<Tensor<0>> loss;
-    if (accumulate == 1) {
-      loss = StepOnDevice(*batch);
-      if (!loss.ok()) return loss.status();
-      step_samples = SamplesOf(*batch);
-    } else {
-      if (batch.has_value()) {
-        absl::StatusOr<Tensor<0>> micro_loss =
-            AccumulateOnDevice(*batch, 1.0 / accumulate, sum, order);
-        if (!micro_loss.ok()) return micro_loss.status();
-        NoGradGuard no_grad;
-        step_loss =
-            step_loss.has_value() ? *step_loss + *micro_loss : *micro_loss;
-        step_samples += SamplesOf(*batch);
-        if (++micro < accumulate) continue;
-      }
-      // k micro-batches, or the epoch's last ones: one optimizer step.
-      KINDLING_RETURN_IF_ERROR(StepAccumulated(*sum, order));
-      {
-        NoGradGuard no_grad;
-        loss = *step_loss * (1.0 / micro);
-      }
-      sum.reset();
-      order.clear();
-      step_loss.reset();
-      micro = 0;
-    }
+    absl::StatusOr<std::optional<StepResult>> step = TrainStep();
+    if (!step.ok()) return step.status();
+    if (!step->has_value()) break;
+    const Tensor<0>& loss = (*step)->loss;
     if (options_.on_step) {
-      options_.on_step(optimizer_.step_count(), loss->template item<float>());
+      options_.on_step(optimizer_.step_count(), loss.template item<float>());
     }
     if (distributed) {
-      agreed = AgreeOnStep(loss->template item<float>(), ShouldStop());
+      agreed = AgreeOnStep(loss.template item<float>(), ShouldStop());
       if (!agreed.ok()) return agreed.status();
       global_loss_sum += agreed->first;
       stop = agreed->second;
     } else {
       NoGradGuard no_grad;
-      loss_sum = loss_sum.has_value() ? *loss_sum + *loss : *loss;
+      loss_sum = loss_sum.has_value() ? *loss_sum + loss : loss;
       stop = ShouldStop();
     }
     ++steps;
-    samples += step_samples;
+    samples += (*step)->samples;
     const int64_t step_in_epoch = loader_.batch_index() + 1;
     progress.OnStep(epoch, step_in_epoch, optimizer_.step_count(), mean_loss,
-                    step_samples);
-    step_samples = 0;
-    if (!batch.has_value()) break;  // the epoch ended inside the step
+                    (*step)->samples);
+    if ((*step)->epoch_ended) break;
   }
   const double seconds =
       std::chrono::duration<double>(Clock::now() - start).count();
