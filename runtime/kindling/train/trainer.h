@@ -152,6 +152,8 @@ struct EpochReport {
   double train_loss = 0;  // mean over the epoch's steps run in this process
   Metrics metrics;        // the evaluation function's, if any
   double seconds = 0;     // training time, evaluation excluded
+  // samples_per_second: of the whole job (this rank's rate times the
+  // number of ranks, whose shards are equal).
   double samples_per_second = 0;
 
   // metric() is the metric called `name`, or NaN when there is none.
@@ -308,6 +310,9 @@ class Trainer {
   }
   absl::Status SaveIfConfigured() const {
     return options_.out_dir.empty() || !is_root() ? absl::OkStatus() : Save();
+  }
+  int WorldSize() const {
+    return Distributed() == nullptr ? 1 : Distributed()->world_size();
   }
   // Distributed() is the communicator when there are several ranks.
   distributed::Communicator* Distributed() const {
@@ -603,7 +608,7 @@ absl::StatusOr<bool> Trainer<M, Loader>::RunEpoch(TrainReport& report,
       .train_loss = mean_loss(),
       .metrics = is_root() ? Evaluate() : Metrics{},
       .seconds = seconds,
-      .samples_per_second = seconds > 0 ? samples / seconds : 0};
+      .samples_per_second = seconds > 0 ? samples * WorldSize() / seconds : 0};
   report.epochs.push_back(epoch_report);
   KINDLING_RETURN_IF_ERROR(SaveIfConfigured());
   std::string line = absl::StrFormat("epoch %d/%d: train loss %.4f", epoch + 1,
