@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -58,9 +59,10 @@ GradientSync::GradientSync(Communicator& comm, GradientSyncOptions options)
 
 GradientSync::~GradientSync() {
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
+  changed_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -88,15 +90,18 @@ void GradientSync::Enqueue() {
     filling_ = Bucket{};
     return;
   }
-  absl::MutexLock lock(&mutex_);
-  ++in_flight_;
-  queue_.push_back(std::move(filling_));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++in_flight_;
+    queue_.push_back(std::move(filling_));
+  }
+  changed_.notify_all();
   filling_ = Bucket{};
 }
 
 void GradientSync::ReduceInline(Bucket& bucket) {
   const Clock::time_point start = Clock::now();
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   if (error_.ok()) error_ = Reduce(bucket);  // after an error, drop the rest
   stats_.buckets += 1;
   stats_.bytes += bucket.bytes;
@@ -109,9 +114,8 @@ absl::Status GradientSync::Finish() {
   if (comm_.world_size() == 1) return absl::OkStatus();
   Enqueue();
   const Clock::time_point start = Clock::now();
-  absl::MutexLock lock(&mutex_);
-  mutex_.Await(absl::Condition(
-      +[](int* in_flight) { return *in_flight == 0; }, &in_flight_));
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [this] { return in_flight_ == 0; });
   buckets_this_step_ = 0;
   ++stats_.steps;
   // Inline, ReduceInline() counted the whole reduction as exposed already.
@@ -120,7 +124,7 @@ absl::Status GradientSync::Finish() {
 }
 
 GradientSyncStats GradientSync::stats() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return stats_;
 }
 
@@ -128,12 +132,8 @@ void GradientSync::ThreadLoop() {
   for (;;) {
     Bucket bucket;
     {
-      absl::MutexLock lock(&mutex_);
-      mutex_.Await(absl::Condition(
-          +[](GradientSync* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mutex_) {
-            return self->stopping_ || !self->queue_.empty();
-          },
-          this));
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, nothing left
       bucket = std::move(queue_.front());
       queue_.pop_front();
@@ -142,16 +142,19 @@ void GradientSync::ThreadLoop() {
     // After an error the rest of the step's buckets are dropped unsent.
     bool failed;
     {
-      absl::MutexLock lock(&mutex_);
+      std::lock_guard<std::mutex> lock(mutex_);
       failed = !error_.ok();
     }
     const absl::Status status = failed ? absl::OkStatus() : Reduce(bucket);
-    absl::MutexLock lock(&mutex_);
-    if (!status.ok() && error_.ok()) error_ = status;
-    stats_.buckets += 1;
-    stats_.bytes += bucket.bytes;
-    stats_.communication_seconds += SecondsSince(start);
-    --in_flight_;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!status.ok() && error_.ok()) error_ = status;
+      stats_.buckets += 1;
+      stats_.bytes += bucket.bytes;
+      stats_.communication_seconds += SecondsSince(start);
+      --in_flight_;
+    }
+    changed_.notify_all();
   }
 }
 

@@ -29,19 +29,22 @@
 // differ and the all-reduce fails with an error (or, for equal sizes,
 // mixes unrelated gradients: keep the model identical).
 //
-// Gradient accumulation: run the micro-batches before the last without the
-// hook (their gradients summed locally), then the last one with it.
+// Gradient accumulation: run every micro-batch's backward without the
+// hook, sum the gradients locally, then pass the sums to OnGradientReady()
+// in backward's order and call Finish() once (what the Trainer does with
+// accumulation_steps).
 #ifndef KINDLING_DISTRIBUTED_GRADIENT_SYNC_H_
 #define KINDLING_DISTRIBUTED_GRADIENT_SYNC_H_
 
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "kindling/core/param_id.h"
 #include "kindling/distributed/communicator.h"
 #include "kindling/tensor/tensor_base.h"
@@ -118,12 +121,17 @@ class GradientSync {
   // One buffer per bucket index, kept across steps (thread only).
   std::vector<std::vector<uint8_t>> buffers_;
 
-  mutable absl::Mutex mutex_;
-  std::deque<Bucket> queue_ ABSL_GUARDED_BY(mutex_);
-  int in_flight_ ABSL_GUARDED_BY(mutex_) = 0;
-  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
-  absl::Status error_ ABSL_GUARDED_BY(mutex_);
-  GradientSyncStats stats_ ABSL_GUARDED_BY(mutex_);
+  // The queue to the communication thread and what both threads read. A
+  // std::mutex rather than absl::Mutex because Debian's Abseil is not built
+  // with ThreadSanitizer, which would then miss the happens-before edges.
+  mutable std::mutex mutex_;
+  // Signalled when a bucket is queued, one is done, or stopping_ is set.
+  std::condition_variable changed_;
+  std::deque<Bucket> queue_;  // guarded by mutex_
+  int in_flight_ = 0;         // guarded by mutex_
+  bool stopping_ = false;     // guarded by mutex_
+  absl::Status error_;        // guarded by mutex_
+  GradientSyncStats stats_;   // guarded by mutex_
   std::thread thread_;
 };
 
