@@ -16,27 +16,15 @@ shift || true
 work="${FUZZ_WORKDIR:-/tmp/kindling-fuzz}"
 mkdir -p "$work/corpus" "$work/torch_corpus"
 
-absl_libs=(-labsl_status -labsl_statusor -labsl_str_format_internal
-  -labsl_strings -labsl_strings_internal -labsl_cord -labsl_cord_internal
-  -labsl_cordz_functions -labsl_cordz_handle -labsl_cordz_info
-  -labsl_synchronization -labsl_graphcycles_internal -labsl_hash -labsl_city
-  -labsl_low_level_hash -labsl_raw_hash_set -labsl_hashtablez_sampler
-  -labsl_time -labsl_time_zone -labsl_int128 -labsl_bad_optional_access
-  -labsl_stacktrace -labsl_symbolize -labsl_debugging_internal
-  -labsl_demangle_internal -labsl_malloc_internal -labsl_strerror
-  -labsl_throw_delegate -labsl_exponential_biased -labsl_log_severity
-  -labsl_raw_logging_internal -labsl_spinlock_wait -labsl_base)
+# shellcheck source=tests/fuzz_build_flags.sh
+source tests/fuzz_build_flags.sh
 
-flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-  -I runtime -I .)
-
-clang++-14 "${flags[@]}" \
+clang++-14 "${fuzz_flags[@]}" \
   runtime/kindling/io/json.cc runtime/kindling/io/safetensors.cc \
   tests/io/safetensors_fuzzer.cc \
   "${absl_libs[@]}" -o "$work/safetensors_fuzzer"
 
-clang++-14 "${flags[@]}" \
+clang++-14 "${fuzz_flags[@]}" \
   runtime/kindling/io/json.cc runtime/kindling/io/safetensors.cc \
   runtime/kindling/io/pickle.cc runtime/kindling/io/torch_zip.cc \
   tests/io/torch_zip_fuzzer.cc \

@@ -72,12 +72,14 @@ wants_step() { [[ ",$steps," == *",$1,"* ]]; }
 
 # --- Libraries ---------------------------------------------------------------
 
-# find_cublas: the directory of the machine's CUDA 13 libcublas.so.13 and
-# libcublasLt.so.13 (KINDLING_CUBLAS_DIR first, then the CUDA Toolkit, then
-# the pip packages PyTorch brings).
-find_cublas() {
+# find_cuda_library OVERRIDE_DIR LIBRARY [ALSO...]: the first directory that
+# holds LIBRARY (and every ALSO): OVERRIDE_DIR when set, then the CUDA
+# Toolkit, then the nvidia pip packages PyTorch brings.
+find_cuda_library() {
+  local override=$1 library=$2
+  shift 2
   local -a candidates=()
-  [[ -n ${KINDLING_CUBLAS_DIR:-} ]] && candidates+=("$KINDLING_CUBLAS_DIR")
+  [[ -n $override ]] && candidates+=("$override")
   local dir
   for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
     /usr/local/cuda-13*/lib64 /usr/local/cuda-13*/targets/x86_64-linux/lib; do
@@ -88,56 +90,38 @@ find_cublas() {
     command -v "$python" >/dev/null 2>&1 || continue
     while IFS= read -r dir; do
       candidates+=("$dir")
-    done < <("$python" - <<'EOF' 2>/dev/null
+    done < <("$python" - "$library" <<'EOF' 2>/dev/null
 import glob, site, sys
 roots = site.getsitepackages() + [site.getusersitepackages()] + sys.path
 for root in roots:
-    for lib in glob.glob(root + "/nvidia/**/lib/libcublas.so.13", recursive=True):
+    for lib in glob.glob(root + "/nvidia/**/lib/" + sys.argv[1], recursive=True):
         print(lib.rsplit("/", 1)[0])
 EOF
     )
   done
+  local also
   for dir in "${candidates[@]}"; do
-    if [[ -e $dir/libcublas.so.13 && -e $dir/libcublasLt.so.13 ]]; then
-      echo "$dir"
-      return 0
-    fi
+    [[ -e $dir/$library ]] || continue
+    for also in "$@"; do
+      [[ -e $dir/$also ]] || continue 2
+    done
+    echo "$dir"
+    return 0
   done
   return 1
 }
 
+# find_cublas: the directory of the machine's CUDA 13 libcublas.so.13 and
+# libcublasLt.so.13 (KINDLING_CUBLAS_DIR first).
+find_cublas() {
+  find_cuda_library "${KINDLING_CUBLAS_DIR:-}" libcublas.so.13 libcublasLt.so.13
+}
+
 # find_nccl: the directory of the machine's libnccl.so.2 (KINDLING_NCCL_DIR
-# first, then the CUDA Toolkit, then PyTorch's nvidia-nccl pip package). The
-# bundle cannot carry it (178 MiB xz'd); only nccl_communicator_test needs it.
+# first). The bundle cannot carry it (178 MiB xz'd); only
+# nccl_communicator_test needs it.
 find_nccl() {
-  local -a candidates=()
-  [[ -n ${KINDLING_NCCL_DIR:-} ]] && candidates+=("$KINDLING_NCCL_DIR")
-  local dir
-  for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-    /usr/local/cuda-13*/lib64 /usr/local/cuda-13*/targets/x86_64-linux/lib; do
-    candidates+=("$dir")
-  done
-  local python
-  for python in python3 /opt/torch/.venv/bin/python3 /usr/bin/python3; do
-    command -v "$python" >/dev/null 2>&1 || continue
-    while IFS= read -r dir; do
-      candidates+=("$dir")
-    done < <("$python" - <<'EOF' 2>/dev/null
-import glob, site, sys
-roots = site.getsitepackages() + [site.getusersitepackages()] + sys.path
-for root in roots:
-    for lib in glob.glob(root + "/nvidia/**/lib/libnccl.so.2", recursive=True):
-        print(lib.rsplit("/", 1)[0])
-EOF
-    )
-  done
-  for dir in "${candidates[@]}"; do
-    if [[ -e $dir/libnccl.so.2 ]]; then
-      echo "$dir"
-      return 0
-    fi
-  done
-  return 1
+  find_cuda_library "${KINDLING_NCCL_DIR:-}" libnccl.so.2
 }
 
 # The dynamic loader, run directly: `ld.so --list` needs no other program.

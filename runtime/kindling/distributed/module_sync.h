@@ -29,6 +29,7 @@
 #include "kindling/core/status_macros.h"
 #include "kindling/distributed/communicator.h"
 #include "kindling/module/buffer.h"
+#include "kindling/module/field_kinds.h"
 #include "kindling/module/module_traits.h"
 #include "kindling/module/walk.h"
 #include "kindling/tensor/tensor.h"
@@ -57,28 +58,13 @@ struct LeafSignature {
     Communicator& comm, const LeafSignature& signature, const TensorBase& value,
     const Device& device);
 
-namespace module_sync_internal {
-
-template <class Leaf>
-struct LeafValue;
-template <class T>
-struct LeafValue<Param<T>> {
-  using type = T;
-};
-template <class T>
-struct LeafValue<Buffer<T>> {
-  using type = T;
-};
-
-}  // namespace module_sync_internal
-
 template <Module M>
 [[nodiscard]] absl::Status BroadcastModule(M& model, Communicator& comm) {
   if (comm.world_size() == 1) return absl::OkStatus();
   std::vector<LeafSignature> local;
   ForEachLeaf(model, [&](std::string_view path, const auto& leaf) {
     using Leaf = std::remove_cvref_t<decltype(leaf)>;
-    using T = typename module_sync_internal::LeafValue<Leaf>::type;
+    using T = typename module_internal::LeafValue<Leaf>::type;
     LeafSignature signature{.path = std::string(path),
                             .shape = Shape(leaf.lazy_shape()),
                             .dtype = T::Kind::kDefaultDType};
@@ -100,7 +86,7 @@ template <Module M>
   ForEachLeaf(model, [&](std::string_view, auto& leaf) {
     if (!failure.ok()) return;
     using Leaf = std::remove_cvref_t<decltype(leaf)>;
-    using T = typename module_sync_internal::LeafValue<Leaf>::type;
+    using T = typename module_internal::LeafValue<Leaf>::type;
     const LeafSignature& signature = (*agreed)[next++];
     TensorBase value;
     if (comm.rank() == 0) {

@@ -77,18 +77,6 @@ struct IsTensor : std::false_type {};
 template <int D, TensorKind K>
 struct IsTensor<Tensor<D, K>> : std::true_type {};
 
-// The tensor type a Param<T> or Buffer<T> holds.
-template <class Leaf>
-struct LeafTensor;
-template <class T>
-struct LeafTensor<Param<T>> {
-  using type = T;
-};
-template <class T>
-struct LeafTensor<Buffer<T>> {
-  using type = T;
-};
-
 }  // namespace module_file_internal
 
 template <Module M>
@@ -98,7 +86,7 @@ absl::Status SaveModule(const M& module, const std::string& path,
   ForEachOwnedLeaf(module, [&](std::string_view leaf_path,
                                std::string_view owner, const auto& leaf) {
     using Leaf = std::remove_cvref_t<decltype(leaf)>;
-    using T = typename module_file_internal::LeafTensor<Leaf>::type;
+    using T = typename module_internal::LeafValue<Leaf>::type;
     static_assert(module_file_internal::IsTensor<T>::value,
                   "SaveModule: parameters must hold kindling::Tensor");
     if constexpr (module_internal::ParamField<Leaf>) {
@@ -124,7 +112,7 @@ absl::StatusOr<LoadReport> LoadModule(M& module, const std::string& path,
   ForEachOwnedLeaf(loaded, [&](std::string_view leaf_path,
                                std::string_view owner, auto& leaf) {
     using Leaf = std::remove_cvref_t<decltype(leaf)>;
-    using T = typename module_file_internal::LeafTensor<Leaf>::type;
+    using T = typename module_internal::LeafValue<Leaf>::type;
     static_assert(module_file_internal::IsTensor<T>::value,
                   "LoadModule: parameters must hold kindling::Tensor");
     DType dtype = T::Kind::kDefaultDType;
@@ -151,7 +139,7 @@ absl::StatusOr<LoadReport> LoadModule(M& module, const std::string& path,
     const int plan = plans[next++];
     if (plan < 0 || !failure.ok()) return;
     using Leaf = std::remove_cvref_t<decltype(leaf)>;
-    using T = typename module_file_internal::LeafTensor<Leaf>::type;
+    using T = typename module_internal::LeafValue<Leaf>::type;
     absl::StatusOr<TensorBase> tensor = loader.Materialize(plan);
     if (!tensor.ok()) {
       failure = tensor.status();

@@ -43,6 +43,18 @@ struct IsBufferType : std::false_type {};
 template <class T>
 struct IsBufferType<Buffer<T>> : std::true_type {};
 
+// LeafValue<Leaf>::type is the value a Param<T> or Buffer<T> holds: T.
+template <class Leaf>
+struct LeafValue;
+template <class T>
+struct LeafValue<Param<T>> {
+  using type = T;
+};
+template <class T>
+struct LeafValue<Buffer<T>> {
+  using type = T;
+};
+
 template <class T>
 struct IsVectorType : std::false_type {};
 template <class T, class A>
