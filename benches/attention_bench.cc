@@ -1,10 +1,11 @@
-// Causal scaled-dot-product attention, forward and backward, at T = 128, 512
-// and 2048 (batch 4, 4 heads of 32: char_lm's width): the fused kernel
+// Causal scaled-dot-product attention at T = 128, 512 and 2048 (batch 4, 4
+// heads of 32: char_lm's width), forward + backward (BM_*Attention) and the
+// forward alone without a graph (BM_*AttentionForward): the fused kernel
 // (nn/fused_attention.h) and the composed tensor ops, against torch in the
 // same run (torch 2.x's fused F.scaled_dot_product_attention; 1.13, which
 // has none, composed), with the same thread count.
 //
-// Counters: ms per forward+backward, ratio_vs_<peer> (Kindling's time over
+// Counters: ms per call, ratio_vs_<peer> (Kindling's time over
 // the peer's: < 1 is faster), peak_MiB (Kindling's peak tensor bytes above
 // the inputs during the call) and peak_vs_weights (that peak over one
 // [B, H, T, T] f32 weight matrix, what a composed attention holds at least
@@ -18,6 +19,7 @@
 #include "kindling/autodiff/backward.h"
 #include "kindling/backend/cpu/parallel.h"
 #include "kindling/nn/attention.h"
+#include "kindling/tensor/grad_mode.h"
 #include "kindling/tensor/memory_stats.h"
 #include "kindling/tensor/philox_generator.h"
 #include "kindling/tensor/random_ops.h"
@@ -36,11 +38,16 @@ Tensor<4> Input(int64_t length, uint64_t seed) {
       .set_require_grad(true);
 }
 
+enum class Pass { kForward, kForwardBackward };
+
 template <class Attention>
-void Measure(benchmark::State& state, const Attention& attention) {
+void Measure(benchmark::State& state, Pass pass, const Attention& attention) {
   const int64_t length = state.range(0);
-  bench::PeerSteps torch("attention_" + std::to_string(length),
-                         cpu::MaxThreads());
+  bench::PeerSteps torch(
+      std::string(pass == Pass::kForward ? "attention_forward_"
+                                         : "attention_") +
+          std::to_string(length),
+      cpu::MaxThreads());
   const Tensor<4> q = Input(length, 1), k = Input(length, 2),
                   v = Input(length, 3);
   double seconds = 0;
@@ -49,7 +56,11 @@ void Measure(benchmark::State& state, const Attention& attention) {
     ResetMemoryStats(Device::Cpu());
     const int64_t before = GetMemoryStats(Device::Cpu()).live_bytes;
     const auto start = std::chrono::steady_clock::now();
-    {
+    if (pass == Pass::kForward) {
+      NoGradGuard no_grad;
+      const Tensor<4> out = attention(q, k, v);
+      benchmark::DoNotOptimize(out);
+    } else {
       const Gradients grads = Backward(attention(q, k, v).sum());
       benchmark::DoNotOptimize(grads);
     }
@@ -68,31 +79,38 @@ void Measure(benchmark::State& state, const Attention& attention) {
   torch.Report(state, seconds);
 }
 
-void BM_FusedAttention(benchmark::State& state) {
-  Measure(state,
-          [](const Tensor<4>& q, const Tensor<4>& k, const Tensor<4>& v) {
-            return nn::ScaledDotProductAttention(q, k, v, {.causal = true});
-          });
+Tensor<4> Fused(const Tensor<4>& q, const Tensor<4>& k, const Tensor<4>& v) {
+  return nn::ScaledDotProductAttention(q, k, v, {.causal = true});
 }
-BENCHMARK(BM_FusedAttention)
-    ->Arg(128)
-    ->Arg(512)
-    ->Arg(2048)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
 
-void BM_ComposedAttention(benchmark::State& state) {
-  Measure(state,
-          [](const Tensor<4>& q, const Tensor<4>& k, const Tensor<4>& v) {
-            return nn::ComposedAttention(q, k, v, {.causal = true});
-          });
+Tensor<4> Composed(const Tensor<4>& q, const Tensor<4>& k, const Tensor<4>& v) {
+  return nn::ComposedAttention(q, k, v, {.causal = true});
 }
-BENCHMARK(BM_ComposedAttention)
-    ->Arg(128)
-    ->Arg(512)
-    ->Arg(2048)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+
+void BM_FusedAttention(benchmark::State& state) {
+  Measure(state, Pass::kForwardBackward, Fused);
+}
+void BM_ComposedAttention(benchmark::State& state) {
+  Measure(state, Pass::kForwardBackward, Composed);
+}
+void BM_FusedAttentionForward(benchmark::State& state) {
+  Measure(state, Pass::kForward, Fused);
+}
+void BM_ComposedAttentionForward(benchmark::State& state) {
+  Measure(state, Pass::kForward, Composed);
+}
+
+#define KINDLING_ATTENTION_LENGTHS(bench) \
+  BENCHMARK(bench)                        \
+      ->Arg(128)                          \
+      ->Arg(512)                          \
+      ->Arg(2048)                         \
+      ->Unit(benchmark::kMillisecond)     \
+      ->UseRealTime()
+KINDLING_ATTENTION_LENGTHS(BM_FusedAttention);
+KINDLING_ATTENTION_LENGTHS(BM_ComposedAttention);
+KINDLING_ATTENTION_LENGTHS(BM_FusedAttentionForward);
+KINDLING_ATTENTION_LENGTHS(BM_ComposedAttentionForward);
 
 }  // namespace
 }  // namespace kindling

@@ -18,6 +18,11 @@
 // mlp_forward, mlp_forward_backward; benches/torch_peer.h). <= 1 means
 // Kindling is at least as fast.
 //
+// Both also report `ratio_vs_flop_limit`: their time / the time the MLP's
+// products (kindling/nn/flop_count.h: forward, or forward + backward) take
+// at the best f32 GEMM rate measured at the end of the benchmark
+// (benches/flop_limit.h).
+//
 // Each ratio's peer runs interleaved with the op inside the same benchmark
 // (one peer call after every iteration, timer paused), so both see the same
 // machine load.
@@ -29,10 +34,12 @@
 #include <optional>
 #include <vector>
 
+#include "benches/flop_limit.h"
 #include "benches/torch_peer.h"
 #include "benchmark/benchmark.h"
 #include "kindling/autodiff/backward.h"
 #include "kindling/backend/cpu/parallel.h"
+#include "kindling/nn/flop_count.h"
 #include "kindling/tensor/grad_mode.h"
 #include "kindling/tensor/tensor.h"
 
@@ -84,16 +91,26 @@ Tensor<0> Forward(const Mlp& mlp, const Batch& batch) {
   return -gather(logits.log_softmax(1), 1, batch.labels).mean();
 }
 
+// The products of Forward() (the input x needs no gradient).
+nn::Flops MlpFlops() {
+  nn::Flops flops =
+      nn::MatmulFlops(kBatch, 784, 256, nn::InputGradient::kNotNeeded);
+  flops += nn::MatmulFlops(kBatch, 256, 256, nn::InputGradient::kNeeded);
+  flops += nn::MatmulFlops(kBatch, 256, 10, nn::InputGradient::kNeeded);
+  return flops;
+}
+
 double Seconds(std::chrono::steady_clock::duration duration) {
   return std::chrono::duration<double>(duration).count();
 }
 
 // Times `op` per iteration and `peer` once after each (timer paused), and
 // reports op time / peer time as `counter`; with a `torch_op`, also the
-// PyTorch peers' time of it (bench::PeerSteps).
+// PyTorch peers' time of it (bench::PeerSteps), and with `flops` (per
+// call) the ratio to the FLOP limit.
 template <class Op, class Peer>
 void RunWithPeer(benchmark::State& state, const char* counter, Op op, Peer peer,
-                 const char* torch_op = nullptr) {
+                 const char* torch_op = nullptr, double flops = 0) {
   std::optional<bench::PeerSteps> torch;
   if (torch_op != nullptr) torch.emplace(torch_op, cpu::MaxThreads());
   std::chrono::steady_clock::duration op_time{}, peer_time{};
@@ -110,6 +127,10 @@ void RunWithPeer(benchmark::State& state, const char* counter, Op op, Peer peer,
   }
   state.counters[counter] = Seconds(op_time) / Seconds(peer_time);
   if (torch.has_value()) torch->Report(state, Seconds(op_time));
+  if (flops > 0) {
+    bench::ReportFlopLimit(state, flops * state.iterations(), Seconds(op_time),
+                           bench::BestGemmRate());
+  }
 }
 
 void BM_ForwardGradOn(benchmark::State& state) {
@@ -119,7 +140,8 @@ void BM_ForwardGradOn(benchmark::State& state) {
   RunWithPeer(
       state, "on_vs_off",
       [&] { benchmark::DoNotOptimize(Forward(trainable, batch)); },
-      [&] { benchmark::DoNotOptimize(Forward(plain, batch)); }, "mlp_forward");
+      [&] { benchmark::DoNotOptimize(Forward(plain, batch)); }, "mlp_forward",
+      MlpFlops().forward);
 }
 BENCHMARK(BM_ForwardGradOn)->Unit(benchmark::kMicrosecond);
 
@@ -147,7 +169,7 @@ void BM_ForwardBackward(benchmark::State& state) {
         benchmark::DoNotOptimize(Backward(loss));
       },
       [&] { benchmark::DoNotOptimize(Forward(trainable, batch)); },
-      "mlp_forward_backward");
+      "mlp_forward_backward", MlpFlops().total());
 }
 BENCHMARK(BM_ForwardBackward)->Unit(benchmark::kMicrosecond);
 

@@ -4,11 +4,20 @@
 // initial weights on the same windows in the same order with the same
 // recipe (AdamW 1e-3, constant), on the same cores and thread count.
 //
+// The peers: torch (today's, from tools/peers) and torch113 (Debian's)
+// eager; with today's environment also torch_compile (the same script under
+// torch.compile) and jax (benches/peers/char_lm_jax.py, one jit-compiled
+// step).
+//
 // Counters: ms_per_step (Kindling's median training step), ratio_vs_<peer>
 // (that over the peer's median: < 1 is faster), val_gap_vs_<peer> (the
 // largest relative difference of the validation losses measured every
 // kEvalEvery steps), bits_per_byte (Kindling's last), peak_tensor_MiB and
-// peak_rss_MiB (Kindling's), <peer>_peak_rss_MiB.
+// peak_rss_MiB (Kindling's), <peer>_peak_rss_MiB, <peer>_compile_s (compile
+// time, outside the timed steps), ratio_vs_flop_limit (the median step over
+// its FLOPs, examples/model_flops.h, at the best f32 GEMM rate measured in
+// the run: benches/flop_limit.h) and jax_cores_used (its CPU seconds over
+// its steps' wall seconds).
 //
 // KINDLING_CHAR_LM_BENCH_STEPS overrides kSteps (the smoke test runs a few).
 #include <sys/resource.h>
@@ -25,10 +34,12 @@
 #include <string>
 #include <vector>
 
+#include "benches/flop_limit.h"
 #include "benches/torch_peer.h"
 #include "benchmark/benchmark.h"
 #include "examples/char_lm.kindling.h"
 #include "examples/char_lm_loss.h"
+#include "examples/model_flops.h"
 #include "examples/text_corpus.h"
 #include "kindling/autodiff/backward.h"
 #include "kindling/backend/cpu/parallel.h"
@@ -136,13 +147,42 @@ struct PeerRun {
   double step_seconds = 0;
   std::vector<double> bits;
   double peak_rss_mib = 0;
+  double compile_seconds = 0;
+  double cores_used = 0;  // CPU seconds / wall seconds of the steps, if given
 };
 
-std::optional<PeerRun> RunPeer(const std::string& python,
-                               const std::string& dir, int64_t steps) {
+// A peer column: its counters' label ("" = from the torch version), and how
+// to run it.
+struct PeerColumn {
+  std::string label;
+  std::string python;
+  std::string script;  // under benches/peers/
+  std::string extra;   // appended to the command line
+  bool required;       // a failure ends the benchmark (else: column left out)
+};
+
+// PeerColumns(): eager torch for each of bench::PeerPythons() (today's,
+// Debian's 1.13), and with today's interpreter also torch.compile and JAX.
+std::vector<PeerColumn> PeerColumns() {
+  std::vector<PeerColumn> columns;
+  const std::vector<std::string> pythons = bench::PeerPythons();
+  for (const std::string& python : pythons) {
+    columns.push_back({"", python, "char_lm_torch.py", "", columns.empty()});
+  }
+  if (pythons.size() > 1) {
+    columns.push_back(
+        {"torch_compile", pythons[0], "char_lm_torch.py", " --compile", false});
+    columns.push_back({"jax", pythons[0], "char_lm_jax.py", "", false});
+  }
+  return columns;
+}
+
+std::optional<PeerRun> RunPeer(const PeerColumn& column, const std::string& dir,
+                               int64_t steps) {
   const int64_t eval_every = std::min(kEvalEvery, steps);
   const std::string command =
-      python + " " + bench::FindSource("benches/peers/char_lm_torch.py") +
+      column.python + " " +
+      bench::FindSource("benches/peers/" + column.script) + column.extra +
       " --init " + dir + "/init.safetensors --order " + dir +
       "/order.bin --steps " + std::to_string(steps) + " --eval_every " +
       std::to_string(eval_every) + " --validation_windows " +
@@ -159,9 +199,15 @@ std::optional<PeerRun> RunPeer(const std::string& python,
                  line.c_str());
     return std::nullopt;
   }
-  return PeerRun{bench::JsonString(line, "version"), *seconds,
-                 bench::JsonNumbers(line, "bits"),
-                 bench::JsonNumber(line, "peak_rss_mib").value_or(0)};
+  PeerRun run{bench::JsonString(line, "version"), *seconds,
+              bench::JsonNumbers(line, "bits"),
+              bench::JsonNumber(line, "peak_rss_mib").value_or(0),
+              bench::JsonNumber(line, "compile_seconds").value_or(0)};
+  const double wall = bench::JsonNumber(line, "wall_seconds").value_or(0);
+  if (wall > 0) {
+    run.cores_used = bench::JsonNumber(line, "cpu_seconds").value_or(0) / wall;
+  }
+  return run;
 }
 
 // LargestGap() is max |a_i - b_i| / b_i over the points both have.
@@ -197,19 +243,30 @@ void BM_CharLmSteps(benchmark::State& state) {
     state.counters["peak_tensor_MiB"] =
         run->peak_tensor_bytes / double{1 << 20};
     state.counters["peak_rss_MiB"] = PeakRssMib();
-    bool any_peer = false;
-    for (const std::string& python : bench::PeerPythons()) {
-      const std::optional<PeerRun> peer = RunPeer(python, dir, steps);
-      if (!peer.has_value()) continue;
-      any_peer = true;
-      const std::string label = bench::PeerLabel(peer->version);
+    bench::ReportFlopLimit(
+        state,
+        examples::TrainingFlops(examples::CharLmConfig{}.Init(), kBatch,
+                                kContext)
+            .total(),
+        median, bench::BestGemmRate());
+    for (const PeerColumn& column : PeerColumns()) {
+      const std::optional<PeerRun> peer = RunPeer(column, dir, steps);
+      if (!peer.has_value()) {
+        if (!column.required) continue;
+        state.SkipWithError("the PyTorch peer failed (see stderr)");
+        return;
+      }
+      const std::string label =
+          column.label.empty() ? bench::PeerLabel(peer->version) : column.label;
       state.counters["ratio_vs_" + label] = median / peer->step_seconds;
       state.counters["val_gap_vs_" + label] = LargestGap(run->bits, peer->bits);
       state.counters[label + "_peak_rss_MiB"] = peer->peak_rss_mib;
-    }
-    if (!any_peer) {
-      state.SkipWithError("no PyTorch peer ran (see stderr)");
-      return;
+      if (peer->compile_seconds > 0) {
+        state.counters[label + "_compile_s"] = peer->compile_seconds;
+      }
+      if (peer->cores_used > 0) {
+        state.counters[label + "_cores_used"] = peer->cores_used;
+      }
     }
   }
 }

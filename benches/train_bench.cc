@@ -16,10 +16,12 @@
 //
 // Counters: kindling_epoch_s and <peer>_epoch_s (seconds per epoch, compile
 // time excluded: it is <peer>_compile_s), ratio_vs_<peer> = kindling /
-// peer (<= 1: Kindling is faster), <peer>_cores_used (the peer's CPU seconds
-// / its epoch's seconds), the final losses, and the peak RSS of each process
-// in MiB (Kindling's includes the data set, as the scripts' do; it is the
-// process's peak so far, so run one model per invocation with
+// peer (<= 1: Kindling is faster), ratio_vs_flop_limit = kindling / the
+// epoch's FLOPs (examples/model_flops.h) at the best f32 GEMM rate measured
+// right after it (gemm_GFLOPs; benches/flop_limit.h), <peer>_cores_used (the
+// peer's CPU seconds / its epoch's seconds), the final losses, and the peak RSS
+// of each process in MiB (Kindling's includes the data set, as the scripts' do;
+// it is the process's peak so far, so run one model per invocation with
 // --benchmark_filter for a per-model figure). The loss every 50 steps of
 // every run is printed to stderr side by side.
 //
@@ -53,10 +55,12 @@
 #if KINDLING_BENCH_CUDA
 #include "kindling/backend/cuda/cuda_context.h"
 #endif
+#include "benches/flop_limit.h"
 #include "benches/torch_peer.h"
 #include "benchmark/benchmark.h"
 #include "examples/cnn.kindling.h"
 #include "examples/mlp.kindling.h"
+#include "examples/model_flops.h"
 #include "kindling/data/data_loader.h"
 #include "kindling/data/epoch_order.h"
 #include "kindling/data/mnist.h"
@@ -320,6 +324,11 @@ void TrainEpoch(benchmark::State& state, const std::string& peer_model,
     state.counters["kindling_peak_rss_mib"] = kindling_rss;
     state.counters["samples"] = static_cast<double>(samples);
     state.counters["kindling_final_loss"] = losses.back();
+    // Rows enter every layer linearly: the epoch's FLOPs are one batch of
+    // `samples` rows.
+    kindling::bench::ReportFlopLimit(
+        state, examples::TrainingFlops(Config{}.Init(), samples).total(),
+        *seconds, kindling::bench::BestGemmRate());
     if (std::getenv("KINDLING_TRAIN_BENCH_NO_PEER") != nullptr) continue;
     std::vector<std::pair<std::string, std::vector<double>>> curves = {
         {"kindling", EveryNth(losses, kLossEvery)}};

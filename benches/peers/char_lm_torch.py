@@ -13,6 +13,11 @@ loader's EpochOrder). Prints one JSON line: the torch version, the median
 seconds of a training step, the validation bits per byte after every
 --eval_every steps, and the process's peak RSS in MiB.
 
+`--compile` trains torch.compile(model) (TorchInductor): one forward +
+backward and one evaluation forward compile it before the timed steps (the
+gradients are dropped, no optimizer step), and the JSON's "compile_seconds"
+says how long that took. Torch 1.13 has no torch.compile: exits 4.
+
 `--export DIR` instead writes DIR/torch_char_lm.safetensors (the state_dict of
 a freshly initialized model of the given size) and
 DIR/torch_char_lm_io.safetensors (a batch of byte ids and the model's logits),
@@ -163,7 +168,11 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--corpus_dir", default="/usr/share/games/fortunes")
     parser.add_argument("--export")
+    parser.add_argument("--compile", action="store_true")
     args = parser.parse_args()
+    if args.compile and not hasattr(torch, "compile"):
+        print(f"char_lm_torch.py: torch {torch.__version__} has no torch.compile")
+        sys.exit(4)
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(args.threads)
     if args.export:
@@ -178,13 +187,27 @@ def main():
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     with open(args.order, "rb") as f:
         order = struct.unpack(f"<{os.path.getsize(args.order) // 8}q", f.read())
+    forward = model
+    compile_seconds = 0.0
+    if args.compile:
+        forward = torch.compile(model)
+        start = time.perf_counter()
+        inputs, targets = windows(train_text, order[:args.batch_size],
+                                  args.context)
+        nn.functional.cross_entropy(forward(inputs).reshape(-1, 256),
+                                    targets.reshape(-1)).backward()
+        optimizer.zero_grad(set_to_none=True)
+        model.eval()
+        bits_per_byte(forward, validation_text, args.context,
+                      min(args.batch_size, args.validation_windows))
+        compile_seconds = time.perf_counter() - start
     step_seconds, bits = [], []
     model.train()
     for step in range(args.steps):
         batch = order[step * args.batch_size:(step + 1) * args.batch_size]
         inputs, targets = windows(train_text, batch, args.context)
         start = time.perf_counter()
-        logits = model(inputs)
+        logits = forward(inputs)
         loss = nn.functional.cross_entropy(logits.reshape(-1, 256),
                                            targets.reshape(-1))
         optimizer.zero_grad(set_to_none=True)
@@ -193,13 +216,14 @@ def main():
         step_seconds.append(time.perf_counter() - start)
         if (step + 1) % args.eval_every == 0:
             model.eval()
-            bits.append(bits_per_byte(model, validation_text, args.context,
+            bits.append(bits_per_byte(forward, validation_text, args.context,
                                       args.validation_windows))
             model.train()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"version": torch.__version__,
                       "step_seconds": statistics.median(step_seconds),
-                      "bits": bits, "peak_rss_mib": peak}))
+                      "bits": bits, "peak_rss_mib": peak,
+                      "compile_seconds": compile_seconds}))
 
 
 if __name__ == "__main__":

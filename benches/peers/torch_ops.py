@@ -138,10 +138,11 @@ def _mlp_ops():
     return {"mlp_forward": forward, "mlp_forward_backward": forward_backward}
 
 
-def _attention_op(length):
+def _attention_op(length, backward=True):
     """benches/attention_bench.cc's causal attention (batch 4, 4 heads of 32,
     `length` queries and keys): forward and the gradients of its sum with
-    respect to q, k and v. torch 2.x runs its fused
+    respect to q, k and v, or (backward=False) the forward alone without
+    recording a graph. torch 2.x runs its fused
     F.scaled_dot_product_attention; 1.13, which has none, composes it."""
     generator = torch.Generator().manual_seed(3)
     q, k, v = (torch.randn(4, 4, length, 32, generator=generator).requires_grad_()
@@ -160,7 +161,11 @@ def _attention_op(length):
         with torch.enable_grad():
             return torch.autograd.grad(attention().sum(), [q, k, v])
 
-    return forward_backward
+    def forward():
+        with torch.no_grad():
+            return attention()
+
+    return forward_backward if backward else forward
 
 
 def _fastest(optimizer_class, params, **options):
@@ -214,6 +219,9 @@ _LAZY = {
     "attention_128": lambda: _attention_op(128),
     "attention_512": lambda: _attention_op(512),
     "attention_2048": lambda: _attention_op(2048),
+    "attention_forward_128": lambda: _attention_op(128, backward=False),
+    "attention_forward_512": lambda: _attention_op(512, backward=False),
+    "attention_forward_2048": lambda: _attention_op(2048, backward=False),
     "mlp_forward": lambda: _mlp_ops()["mlp_forward"],
     "mlp_forward_backward": lambda: _mlp_ops()["mlp_forward_backward"],
 }

@@ -28,7 +28,7 @@ import time
 import train_torch  # this folder's torch peer: its layers, data and flags
 
 
-def _limit_threads(threads):
+def limit_threads(threads):
     """Sets XLA's CPU threads before jax is imported; keeps the caller's
     XLA_FLAGS."""
     flags = os.environ.get("XLA_FLAGS", "")
@@ -44,7 +44,7 @@ def main():
     parser = argparse.ArgumentParser()
     train_torch.add_recipe_arguments(parser)
     args = parser.parse_args()
-    _limit_threads(args.threads)
+    limit_threads(args.threads)
 
     import jax  # pylint: disable=import-outside-toplevel
     import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
