@@ -23,7 +23,7 @@ files then use it under that name, and it must provide the targets they use:
     @absl//:absl, @absl//:absl_flags        (Abseil, linked from the system)
     @googletest//:gtest, @googletest//:gtest_main
     @benchmark//:benchmark, @benchmark//:benchmark_main
-    @openblas//:openblas, @zlib//:zlib, @minizip//:minizip, @llvm//:clang
+    @openblas//:openblas, @onednn//:onednn, @zlib//:zlib, @minizip//:minizip, @llvm//:clang
     @gloo//:gloo, @mpi//:mpi, @openssl//:crypto
     @cuda//:headers, @cuda//:cudart, @cuda//:cublas, @cuda//:nccl
 
@@ -39,6 +39,8 @@ _SYSTEM_REPOSITORIES = {
     "googletest": ("/usr", Label("//third_party:googletest.BUILD")),
     "benchmark": ("/usr", Label("//third_party:benchmark.BUILD")),
     "openblas": ("/usr", Label("//third_party:openblas.BUILD")),
+    # oneDNN: the CPU convolutions and matmul where they beat Kindling's own.
+    "onednn": ("/usr", Label("//third_party:onednn.BUILD")),
     # LLVM/Clang 14 for kindling-gen (codegen/). Its own path: the headers
     # live in /usr/lib/llvm-14/include, not on the system include path.
     "llvm": ("/usr/lib/llvm-14", Label("//third_party:llvm.BUILD")),

@@ -18,13 +18,15 @@ struct GemmRate {
   double flops_per_second = 0;
 };
 
-// BestGemmRate() measures each library's 1024^3 f32 GEMM (the median of 5
-// calls after a warm-up) at kindling::cpu::MaxThreads() threads and returns
-// the fastest. About a quarter second.
+// BestGemmRate() measures each library's 1024^3 f32 GEMM (OpenBLAS's
+// cblas_sgemm, oneDNN's matmul; the median of 5 calls after a warm-up) at
+// kindling::cpu::MaxThreads() threads and returns the fastest. About half a
+// second.
 GemmRate BestGemmRate();
 
 // ReportFlopLimit() sets `state`'s counters for a workload of `flops` that
-// took `seconds`: gemm_GFLOPs (the rate), flop_limit_s (flops / rate) and
+// took `seconds`: gemm_GFLOPs (the rate), gemm_is_onednn (1 when oneDNN's
+// was the faster, 0 for OpenBLAS), flop_limit_s (flops / rate) and
 // ratio_vs_flop_limit (seconds / flop_limit_s).
 void ReportFlopLimit(benchmark::State& state, double flops, double seconds,
                      const GemmRate& rate);

@@ -3,6 +3,7 @@
 #include "kindling/backend/cpu/clip_kernels.h"
 #include "kindling/backend/cpu/cpu_device_memory.h"
 #include "kindling/backend/cpu/kernels.h"
+#include "kindling/backend/cpu/onednn_conv2d.h"
 #include "kindling/backend/cpu/random.h"
 #include "kindling/tensor/device_memory.h"
 #include "kindling/tensor/tensor_base.h"
@@ -120,6 +121,7 @@ void CpuBackend::MaxPool2dBackward(const TensorBase& input_grad,
 void CpuBackend::Conv2d(const TensorBase& out, const TensorBase& input,
                         const TensorBase& weight, const TensorBase& bias,
                         const Window2dGeometry& window) {
+  if (OneDnnConv2d(out, input, weight, bias, window)) return;
   Conv2dKernel(out, input, weight, bias, window);
 }
 
@@ -129,6 +131,10 @@ void CpuBackend::Conv2dBackward(const TensorBase& input_grad,
                                 const TensorBase& grad, const TensorBase& input,
                                 const TensorBase& weight,
                                 const Window2dGeometry& window) {
+  if (OneDnnConv2dBackward(input_grad, weight_grad, bias_grad, grad, input,
+                           weight, window)) {
+    return;
+  }
   Conv2dBackwardKernel(input_grad, weight_grad, bias_grad, grad, input, weight,
                        window);
 }

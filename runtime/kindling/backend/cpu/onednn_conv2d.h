@@ -1,0 +1,53 @@
+// Conv2d and its backward through oneDNN (Debian's libdnnl, the CPU
+// primitive library PyTorch and ONNX Runtime use), in the blocked layouts
+// oneDNN picks for the shape, with reorders from and to Kindling's NCHW at
+// the call's ends.
+//
+// Each function takes the contract of Backend::Conv2d / Conv2dBackward
+// (kindling/tensor/backend.h) and returns false, having written nothing,
+// where it does not apply (not f32, a window oneDNN cannot express, a
+// negative or zero stride in a view, a batch smaller than the thread count,
+// oneDNN refusing the shape) or where Kindling's own kernel
+// (backend/cpu/conv2d.cc) measured faster (a single input channel); the
+// caller then runs that kernel.
+//
+// The batch is cut into one slab per thread of Kindling's pool
+// (backend/cpu/parallel.h), and each slab runs single-threaded oneDNN
+// primitives, built once per shape and kept with their buffers. oneDNN's
+// own OpenMP threads never start, so it follows the pool's wait policy: on 2
+// cores, with oneDNN's threads spinning after each primitive, a CNN epoch
+// ran slower than without oneDNN.
+//
+// Measured on the example CNN at batch 128 (benches/conv_bench, AVX-512, 2
+// threads), oneDNN's time over Kindling's: conv2 (32 -> 64, 14 x 14)
+// forward 0.74, backward 0.89; conv1 (1 -> 32, 28 x 28) forward 1.66,
+// backward 1.79 (left to Kindling's kernel).
+//
+// KINDLING_ONEDNN=0 in the environment turns the path off (every call
+// returns false), to compare or to rule oneDNN out; KINDLING_ONEDNN=all also
+// takes the shapes Kindling's kernel wins (benches/conv_bench measures them
+// that way).
+#ifndef KINDLING_BACKEND_CPU_ONEDNN_CONV2D_H_
+#define KINDLING_BACKEND_CPU_ONEDNN_CONV2D_H_
+
+#include "kindling/tensor/backend.h"
+#include "kindling/tensor/tensor_base.h"
+
+namespace kindling::cpu {
+
+// OneDnnEnabled() is false when KINDLING_ONEDNN=0 (read once).
+bool OneDnnEnabled();
+
+bool OneDnnConv2d(const TensorBase& out, const TensorBase& input,
+                  const TensorBase& weight, const TensorBase& bias,
+                  const Window2dGeometry& window);
+
+bool OneDnnConv2dBackward(const TensorBase& input_grad,
+                          const TensorBase& weight_grad,
+                          const TensorBase& bias_grad, const TensorBase& grad,
+                          const TensorBase& input, const TensorBase& weight,
+                          const Window2dGeometry& window);
+
+}  // namespace kindling::cpu
+
+#endif  // KINDLING_BACKEND_CPU_ONEDNN_CONV2D_H_

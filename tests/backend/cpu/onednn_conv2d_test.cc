@@ -1,0 +1,221 @@
+// backend/cpu/onednn_conv2d.h against Kindling's own Conv2d kernels in f64
+// (backend/cpu/conv2d.cc, themselves tested against the composed im2col +
+// GEMM reference) on edge shapes: padding, stride, dilation, odd sizes,
+// channel counts off oneDNN's 16-wide blocks, batches that do not split
+// evenly over the threads' slabs (and one smaller than the thread count,
+// declined), strided input views, no bias; forward and every backward
+// combination. Shapes oneDNN cannot express must be declined (false), never
+// computed wrong.
+#include "kindling/backend/cpu/onednn_conv2d.h"
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kindling/backend/cpu/kernels.h"
+#include "kindling/backend/cpu/parallel.h"
+#include "kindling/tensor/tensor.h"
+
+namespace kindling::cpu {
+namespace {
+
+struct ConvCase {
+  std::string name;
+  int64_t batch, channels, out_channels, height, width;
+  Window2dGeometry window;
+  bool bias = true;
+  int64_t extra_width = 0;  // the input is a view into a wider buffer
+};
+
+std::vector<ConvCase> Cases() {
+  return {
+      {"same_3x3", 2, 3, 4, 7, 9, {.kernel = {3, 3}, .padding = {1, 1}}},
+      {"stride_odd_sizes",
+       3,
+       5,
+       6,
+       11,
+       9,
+       {.kernel = {3, 2}, .stride = {2, 3}, .padding = {1, 1}}},
+      {"dilation_batch_one",
+       1,
+       2,
+       3,
+       9,
+       10,
+       {.kernel = {3, 3}, .padding = {2, 2}, .dilation = {2, 2}}},
+      {"one_by_one_tails", 2, 17, 19, 5, 6, {.kernel = {1, 1}}, false},
+      {"first_layer", 4, 1, 32, 12, 12, {.kernel = {3, 3}, .padding = {1, 1}}},
+      {"two_channels", 4, 2, 32, 12, 12, {.kernel = {3, 3}, .padding = {1, 1}}},
+      {"view_input",
+       2,
+       3,
+       16,
+       6,
+       7,
+       {.kernel = {3, 3}, .padding = {1, 1}},
+       true,
+       5},
+      {"wide_blocks", 2, 32, 64, 6, 6, {.kernel = {3, 3}, .padding = {1, 1}}},
+  };
+}
+
+int64_t OutputSize(int64_t input, int axis, const Window2dGeometry& w) {
+  const int64_t reach = (w.kernel[axis] - 1) * w.dilation[axis] + 1;
+  return (input + 2 * w.padding[axis] - reach) / w.stride[axis] + 1;
+}
+
+std::vector<double> RandomValues(int64_t count, uint32_t seed) {
+  std::mt19937 engine(seed);
+  std::normal_distribution<double> normal;
+  std::vector<double> values(count);
+  for (double& v : values) v = normal(engine);
+  return values;
+}
+
+// Tensor() is `values` as a contiguous tensor of `dtype`.
+TensorBase MakeTensor(const std::vector<double>& values, const Shape& shape,
+                      DType dtype) {
+  if (dtype == DType::kF64) {
+    return TensorBase::FromHost(values.data(), shape, dtype, Device::Cpu());
+  }
+  const std::vector<float> floats(values.begin(), values.end());
+  return TensorBase::FromHost(floats.data(), shape, dtype, Device::Cpu());
+}
+
+// The input: contiguous, or the first W columns of a [N, C, H, W + extra]
+// buffer.
+TensorBase MakeInput(const ConvCase& c, DType dtype) {
+  const int64_t wide = c.width + c.extra_width;
+  const Shape shape{c.batch, c.channels, c.height, wide};
+  const TensorBase buffer =
+      MakeTensor(RandomValues(shape.num_elements(), 1), shape, dtype);
+  if (c.extra_width == 0) return buffer;
+  return TensorBase(buffer.storage(), dtype,
+                    {c.batch, c.channels, c.height, c.width}, buffer.strides(),
+                    0);
+}
+
+std::vector<double> ToDoubles(const TensorBase& tensor) {
+  std::vector<double> values(tensor.shape().num_elements());
+  if (tensor.dtype() == DType::kF64) {
+    tensor.CopyToHost(values.data());
+  } else {
+    std::vector<float> floats(values.size());
+    tensor.CopyToHost(floats.data());
+    values.assign(floats.begin(), floats.end());
+  }
+  return values;
+}
+
+void ExpectClose(const TensorBase& actual, const TensorBase& expected,
+                 const std::string& what) {
+  const std::vector<double> a = ToDoubles(actual), e = ToDoubles(expected);
+  ASSERT_EQ(a.size(), e.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_NEAR(a[i], e[i], 2e-5 * (1 + std::fabs(e[i])))
+        << what << " at " << i;
+  }
+}
+
+// Operands: one case's tensors in one dtype.
+struct Operands {
+  Operands(const ConvCase& c, DType dtype)
+      : input(MakeInput(c, dtype)),
+        weight(
+            MakeTensor(RandomValues(c.out_channels * c.channels *
+                                        c.window.kernel[0] * c.window.kernel[1],
+                                    2),
+                       {c.out_channels, c.channels, c.window.kernel[0],
+                        c.window.kernel[1]},
+                       dtype)),
+        bias(c.bias ? MakeTensor(RandomValues(c.out_channels, 3),
+                                 {c.out_channels}, dtype)
+                    : TensorBase()),
+        out_shape{c.batch, c.out_channels, OutputSize(c.height, 0, c.window),
+                  OutputSize(c.width, 1, c.window)},
+        grad(MakeTensor(RandomValues(out_shape.num_elements(), 4), out_shape,
+                        dtype)) {}
+
+  TensorBase input, weight, bias;
+  Shape out_shape;
+  TensorBase grad;
+};
+
+TensorBase Empty(const Shape& shape, DType dtype) {
+  return TensorBase::Empty(shape, dtype, Device::Cpu());
+}
+
+class OneDnnConv2dTest : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(OneDnnConv2dTest, ForwardMatchesKindlingsKernelInF64) {
+  const ConvCase& c = GetParam();
+  const Operands f32(c, DType::kF32), f64(c, DType::kF64);
+  const TensorBase out = Empty(f32.out_shape, DType::kF32);
+  const bool taken =
+      OneDnnConv2d(out, f32.input, f32.weight, f32.bias, c.window);
+  // A single input channel's forward stays on Kindling's kernel (faster),
+  // and so does a batch smaller than the thread count (one slab per thread).
+  ASSERT_EQ(taken, c.channels > 1 && c.batch >= MaxThreads());
+  if (!taken) return;
+  const TensorBase expected = Empty(f64.out_shape, DType::kF64);
+  Conv2dKernel(expected, f64.input, f64.weight, f64.bias, c.window);
+  ExpectClose(out, expected, "forward");
+}
+
+TEST_P(OneDnnConv2dTest, EveryBackwardCombinationMatches) {
+  const ConvCase& c = GetParam();
+  const Operands f32(c, DType::kF32), f64(c, DType::kF64);
+  const Shape input_shape{c.batch, c.channels, c.height, c.width};
+  for (int wanted = 1; wanted < 8; ++wanted) {
+    const bool input = wanted & 1, weight = wanted & 2, bias = wanted & 4;
+    if (!input && !weight) continue;  // the contract asks for one of them
+    if (bias && !c.bias) continue;
+    SCOPED_TRACE(::testing::Message() << "input " << input << " weight "
+                                      << weight << " bias " << bias);
+    auto grads = [&](DType dtype) {
+      return std::vector<TensorBase>{
+          input ? Empty(input_shape, dtype) : TensorBase(),
+          weight ? Empty(f32.weight.shape(), dtype) : TensorBase(),
+          bias ? Empty({c.out_channels}, dtype) : TensorBase()};
+    };
+    const std::vector<TensorBase> ours = grads(DType::kF32),
+                                  expected = grads(DType::kF64);
+    const bool taken = OneDnnConv2dBackward(ours[0], ours[1], ours[2], f32.grad,
+                                            f32.input, f32.weight, c.window);
+    // The bias gradient comes only with the weights' (else declined); a
+    // batch smaller than the thread count and a single input channel are
+    // left to Kindling's kernel.
+    ASSERT_EQ(taken,
+              !(bias && !weight) && c.batch >= MaxThreads() && c.channels > 1);
+    if (!taken) continue;
+    Conv2dBackwardKernel(expected[0], expected[1], expected[2], f64.grad,
+                         f64.input, f64.weight, c.window);
+    for (int i = 0; i < 3; ++i) {
+      if (ours[i].defined()) ExpectClose(ours[i], expected[i], "gradient");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, OneDnnConv2dTest, ::testing::ValuesIn(Cases()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(OneDnnConv2dDeclineTest, F64AndWindowsOneDnnCannotPadAreDeclined) {
+  const ConvCase f64_case{"", 1, 2, 3, 5, 5, {.kernel = {3, 3}}};
+  const Operands f64(f64_case, DType::kF64);
+  EXPECT_FALSE(OneDnnConv2d(Empty(f64.out_shape, DType::kF64), f64.input,
+                            f64.weight, f64.bias, f64_case.window));
+  // Stride 2 over 8 cells with a 3-wide window and no padding: the last
+  // window ends a cell short of the input's end (a negative right padding).
+  const ConvCase short_case{
+      "", 1, 2, 3, 8, 8, {.kernel = {3, 3}, .stride = {2, 2}}};
+  const Operands f32(short_case, DType::kF32);
+  EXPECT_FALSE(OneDnnConv2d(Empty(f32.out_shape, DType::kF32), f32.input,
+                            f32.weight, f32.bias, short_case.window));
+}
+
+}  // namespace
+}  // namespace kindling::cpu
