@@ -337,9 +337,13 @@ float* Sample(const TensorBase& tensor, int64_t n) {
 
 // KindlingsKernelIsFaster(): one input channel (a first layer on grey
 // images), where oneDNN's reorders into and out of its blocked layout cost
-// more than the arithmetic. On the example CNN's conv1 (1 -> 32, 28 x 28,
-// batch 128; benches/conv_bench, AVX-512, 2 threads) oneDNN took 1.66x
-// Kindling's time forward and 1.79x backward.
+// about what the arithmetic does. On the example CNN's conv1 (1 -> 32,
+// 28 x 28, batch 128; AVX-512, 2 threads) oneDNN took 1.38-1.75x Kindling's
+// time forward (benches/conv_bench); backward it took 0.70-0.84x there, with
+// the operands warm in cache, but a whole CNN epoch with conv1 through oneDNN
+// in both directions (KINDLING_ONEDNN=all) took 16.6 s against 14.8 s with
+// this rule (medians of 3, benches/train_bench): the 6 MiB gradient it
+// reorders each step arrives cold.
 bool KindlingsKernelIsFaster(const Shape& input) {
   return ModeOf() != Mode::kAll && input[1] == 1;
 }

@@ -18,10 +18,13 @@
 // cores, with oneDNN's threads spinning after each primitive, a CNN epoch
 // ran slower than without oneDNN.
 //
-// Measured on the example CNN at batch 128 (benches/conv_bench, AVX-512, 2
-// threads), oneDNN's time over Kindling's: conv2 (32 -> 64, 14 x 14)
-// forward 0.74, backward 0.89; conv1 (1 -> 32, 28 x 28) forward 1.66,
-// backward 1.79 (left to Kindling's kernel).
+// Measured on the example CNN at batch 128 (AVX-512, 2 threads), oneDNN's
+// time over Kindling's (benches/conv_bench): conv2 (32 -> 64, 14 x 14)
+// forward 0.72, backward 0.85; conv1 (1 -> 32, 28 x 28) forward 1.75,
+// backward 0.82 with warm operands, but slower within an epoch (see
+// KindlingsKernelIsFaster() in the .cc). A CNN epoch takes 0.91x the time
+// of Kindling's kernels alone (benches/train_bench against
+// KINDLING_ONEDNN=0), the example's 10 epochs 0.94x.
 //
 // KINDLING_ONEDNN=0 in the environment turns the path off (every call
 // returns false), to compare or to rule oneDNN out; KINDLING_ONEDNN=all also
