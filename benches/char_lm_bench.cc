@@ -151,34 +151,8 @@ struct PeerRun {
   double cores_used = 0;  // CPU seconds / wall seconds of the steps, if given
 };
 
-// A peer column: its counters' label ("" = from the torch version), and how
-// to run it.
-struct PeerColumn {
-  std::string label;
-  std::string python;
-  std::string script;  // under benches/peers/
-  std::string extra;   // appended to the command line
-  bool required;       // a failure ends the benchmark (else: column left out)
-};
-
-// PeerColumns(): eager torch for each of bench::PeerPythons() (today's,
-// Debian's 1.13), and with today's interpreter also torch.compile and JAX.
-std::vector<PeerColumn> PeerColumns() {
-  std::vector<PeerColumn> columns;
-  const std::vector<std::string> pythons = bench::PeerPythons();
-  for (const std::string& python : pythons) {
-    columns.push_back({"", python, "char_lm_torch.py", "", columns.empty()});
-  }
-  if (pythons.size() > 1) {
-    columns.push_back(
-        {"torch_compile", pythons[0], "char_lm_torch.py", " --compile", false});
-    columns.push_back({"jax", pythons[0], "char_lm_jax.py", "", false});
-  }
-  return columns;
-}
-
-std::optional<PeerRun> RunPeer(const PeerColumn& column, const std::string& dir,
-                               int64_t steps) {
+std::optional<PeerRun> RunPeer(const bench::PeerColumn& column,
+                               const std::string& dir, int64_t steps) {
   const int64_t eval_every = std::min(kEvalEvery, steps);
   const std::string command =
       column.python + " " +
@@ -249,7 +223,8 @@ void BM_CharLmSteps(benchmark::State& state) {
                                 kContext)
             .total(),
         median, bench::BestGemmRate());
-    for (const PeerColumn& column : PeerColumns()) {
+    for (const bench::PeerColumn& column :
+         bench::TrainingPeerColumns("char_lm_torch.py", "char_lm_jax.py")) {
       const std::optional<PeerRun> peer = RunPeer(column, dir, steps);
       if (!peer.has_value()) {
         if (!column.required) continue;

@@ -308,4 +308,19 @@ std::vector<double> JsonNumbers(const std::string& json, const char* key) {
   return values;
 }
 
+std::vector<PeerColumn> TrainingPeerColumns(const std::string& torch_script,
+                                            const std::string& jax_script) {
+  std::vector<PeerColumn> columns;
+  const std::vector<std::string> pythons = PeerPythons();
+  for (const std::string& python : pythons) {
+    columns.push_back({"", python, torch_script, "", columns.empty()});
+  }
+  if (pythons.size() > 1) {
+    columns.push_back(
+        {"torch_compile", pythons[0], torch_script, " --compile", false});
+    columns.push_back({"jax", pythons[0], jax_script, "", false});
+  }
+  return columns;
+}
+
 }  // namespace kindling::bench

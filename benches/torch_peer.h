@@ -120,6 +120,24 @@ class PeerSteps {
 // the caller set a policy.
 int PeerBenchmarkMain(int argc, char** argv);
 
+// PeerColumn: one peer of a training benchmark: a label for its counters
+// ("" = PeerLabel() of the version it prints), and how to run it.
+struct PeerColumn {
+  std::string label;   // torch, torch113, torch_compile, jax
+  std::string python;  // the interpreter
+  std::string script;  // under benches/peers/
+  std::string extra;   // appended to the command line
+  bool required;       // a failure ends the benchmark (else: column left out)
+};
+
+// TrainingPeerColumns(): eager `torch_script` with each of PeerPythons()
+// (today's, Debian's 1.13), and with today's interpreter also
+// `torch_script --compile` (torch_compile) and `jax_script` (jax). The first
+// must run; another interpreter without torch (Debian's on the GPU host)
+// only loses its column.
+std::vector<PeerColumn> TrainingPeerColumns(const std::string& torch_script,
+                                            const std::string& jax_script);
+
 // JsonNumber(), JsonString() and JsonNumbers() read the value of "key" from
 // a peer script's one-line JSON result (the peers' own output, not user
 // input): a number (a list's first element), a string, a list of numbers.

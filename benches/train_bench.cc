@@ -189,35 +189,6 @@ PeerOutcome RunPeer(const std::string& python, const std::string& script,
   return PeerOutcome::kRan;
 }
 
-// A peer column of the training benchmarks: a label for its counters, and
-// how to run it.
-struct PeerColumn {
-  std::string label;  // torch, torch113, torch_compile, jax
-  std::string python;
-  std::string script;
-  std::string extra;
-  bool required;  // a failure ends the benchmark (else: column left out)
-};
-
-// PeerColumns(): eager torch for each of kindling::bench::PeerPythons()
-// (today's, Debian's 1.13), and with today's interpreter also torch.compile and
-// JAX.
-std::vector<PeerColumn> PeerColumns() {
-  std::vector<PeerColumn> columns;
-  const std::vector<std::string> pythons = kindling::bench::PeerPythons();
-  for (const std::string& python : pythons) {
-    // The first (today's where installed) must run; another interpreter
-    // without torch (Debian's on the GPU host) only loses its column.
-    columns.push_back({"", python, "train_torch.py", "", columns.empty()});
-  }
-  if (pythons.size() > 1) {
-    columns.push_back(
-        {"torch_compile", pythons[0], "train_torch.py", " --compile", false});
-    columns.push_back({"jax", pythons[0], "train_jax.py", "", false});
-  }
-  return columns;
-}
-
 Tensor<2> MlpLogits(const examples::Mlp& model, const data::Batch& batch,
                     kindling::nn::ForwardMode, kindling::PhiloxGenerator&) {
   return model.Forward(batch.images);
@@ -304,7 +275,7 @@ void PrintLossCurves(
 }
 
 // One epoch of `M` on the CPU, then each peer's epoch of the same model on
-// the same order (PeerColumns()).
+// the same order (the columns of TrainingPeerColumns()).
 template <class M, class Config>
 void TrainEpoch(benchmark::State& state, const std::string& peer_model,
                 typename train::ClassifierTrainer<M>::ForwardFn forward) {
@@ -332,7 +303,9 @@ void TrainEpoch(benchmark::State& state, const std::string& peer_model,
     if (std::getenv("KINDLING_TRAIN_BENCH_NO_PEER") != nullptr) continue;
     std::vector<std::pair<std::string, std::vector<double>>> curves = {
         {"kindling", EveryNth(losses, kLossEvery)}};
-    for (const PeerColumn& column : PeerColumns()) {
+    for (const kindling::bench::PeerColumn& column :
+         kindling::bench::TrainingPeerColumns("train_torch.py",
+                                              "train_jax.py")) {
       PeerResult peer;
       const PeerOutcome outcome = RunPeer(
           column.python, column.script, peer_model, "cpu", column.extra, &peer);

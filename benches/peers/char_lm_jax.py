@@ -39,20 +39,11 @@ def block_names(index):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--init", required=True)
-    parser.add_argument("--order", required=True)
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--eval_every", type=int, default=50)
-    parser.add_argument("--validation_windows", type=int, default=64)
-    parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=1e-3)
+    char_lm_torch.add_recipe_arguments(parser)
     parser.add_argument("--weight_decay", type=float, default=0.01)
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--context", type=int, default=128)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--corpus_dir", default="/usr/share/games/fortunes")
     args = parser.parse_args()
+    if args.init is None or args.order is None:
+        sys.exit("char_lm_jax.py: --init and --order are required")
     train_jax.limit_threads(args.threads)
 
     import jax  # pylint: disable=import-outside-toplevel

@@ -152,8 +152,8 @@ def export(args):
                      {"format": "pt"})
 
 
-def main():
-    parser = argparse.ArgumentParser()
+def add_recipe_arguments(parser):
+    """The flags every char-LM peer takes (char_lm_jax.py too)."""
     parser.add_argument("--init")
     parser.add_argument("--order")
     parser.add_argument("--steps", type=int, default=200)
@@ -167,6 +167,11 @@ def main():
     parser.add_argument("--context", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--corpus_dir", default="/usr/share/games/fortunes")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    add_recipe_arguments(parser)
     parser.add_argument("--export")
     parser.add_argument("--compile", action="store_true")
     args = parser.parse_args()
