@@ -255,14 +255,21 @@ void AddWeightsGradient(
   if (args.has_bias) plan.bias_partial.resize(args.bias[0]);
 }
 
+// kMaxPlans bounds each cache: a workload whose shapes keep changing (images
+// of every size) would otherwise keep a plan and its buffers for each. Past
+// it, new shapes run Kindling's kernel.
+constexpr size_t kMaxPlans = 256;
+
 // PlanCache: plans by a key of every size, stride and option they depend
-// on; a shape oneDNN refused is kept as a null plan.
+// on; a shape oneDNN refused is kept as a null plan. Plans are never
+// evicted (a call may hold one while another looks up its own).
 template <class Plan>
 class PlanCache {
  public:
   template <class Make>
   Plan* Find(const std::string& key, const Make& make) {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (plans_.size() >= kMaxPlans && !plans_.contains(key)) return nullptr;
     auto [it, inserted] = plans_.try_emplace(key);
     if (inserted) {
       try {
