@@ -33,6 +33,14 @@
 // are reported as *_first_epoch_s. They skip, saying so, without a visible GPU:
 //   tools/bazel run --config=cuda //benches:train_bench --
 //       --benchmark_filter=Device
+// BM_CnnEpochUnderLoad trains the CNN's epoch in Kindling and in today's
+// eager torch (the first peer), each on a quiet machine and then with one
+// competing busy process spinning on the same cores:
+//   taskset -c 0,1 bazel-bin/benches/train_bench
+//       --benchmark_filter=BM_CnnEpochUnderLoad --benchmark_repetitions=3
+// Counters: kindling_slowdown and <peer>_slowdown (loaded / quiet epoch),
+// and slowdown_vs_<peer> = Kindling's / the peer's (<= 1: Kindling degrades
+// no worse than PyTorch).
 // KINDLING_TRAIN_BENCH_SAMPLES=N trains on the first N samples of the epoch's
 // order instead of all 60000 (the smoke test). KINDLING_TRAIN_BENCH_NO_PEER=1
 // skips the peers (no ratio): for profiling Kindling's epoch alone,
@@ -40,9 +48,11 @@
 //       --benchmark_filter=Mlp
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -335,6 +345,79 @@ void TrainEpoch(benchmark::State& state, const std::string& peer_model,
     PrintLossCurves(peer_model, curves);
   }
 }
+
+// BusyProcess: a child process spinning on a core of this process's
+// affinity mask for as long as the object lives: the competing load of
+// BM_CnnEpochUnderLoad.
+class BusyProcess {
+ public:
+  BusyProcess() : pid_(::fork()) {
+    if (pid_ == 0) {
+      for (;;) asm volatile("");  // spin until killed
+    }
+  }
+  ~BusyProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  BusyProcess(const BusyProcess&) = delete;
+  BusyProcess& operator=(const BusyProcess&) = delete;
+
+ private:
+  pid_t pid_;
+};
+
+void BM_CnnEpochUnderLoad(benchmark::State& state) {
+  const kindling::bench::PeerColumn torch =
+      kindling::bench::TrainingPeerColumns("train_torch.py", "train_jax.py")[0];
+  for (auto _ : state) {
+    int64_t samples = 0;
+    const absl::StatusOr<double> quiet =
+        KindlingEpoch<examples::Cnn, examples::CnnConfig>(
+            kindling::Device::Cpu(), CnnLogits, &samples);
+    absl::StatusOr<double> loaded = absl::InternalError("not run");
+    {
+      const BusyProcess busy;
+      loaded = KindlingEpoch<examples::Cnn, examples::CnnConfig>(
+          kindling::Device::Cpu(), CnnLogits, &samples);
+    }
+    if (!quiet.ok() || !loaded.ok()) {
+      state.SkipWithError(
+          (quiet.ok() ? loaded.status() : quiet.status()).ToString().c_str());
+      return;
+    }
+    PeerResult torch_quiet, torch_loaded;
+    PeerOutcome outcome =
+        RunPeer(torch.python, torch.script, "cnn", "cpu", "", &torch_quiet);
+    if (outcome == PeerOutcome::kRan) {
+      const BusyProcess busy;
+      outcome =
+          RunPeer(torch.python, torch.script, "cnn", "cpu", "", &torch_loaded);
+    }
+    if (outcome != PeerOutcome::kRan) {
+      state.SkipWithError("the torch peer failed (see stderr)");
+      return;
+    }
+    state.SetIterationTime(*loaded);
+    const double kindling_slowdown = *loaded / *quiet;
+    const double torch_slowdown =
+        torch_loaded.epoch_seconds / torch_quiet.epoch_seconds;
+    const std::string label = kindling::bench::PeerLabel(torch_quiet.version);
+    state.counters["kindling_quiet_s"] = *quiet;
+    state.counters["kindling_loaded_s"] = *loaded;
+    state.counters["kindling_slowdown"] = kindling_slowdown;
+    state.counters[label + "_quiet_s"] = torch_quiet.epoch_seconds;
+    state.counters[label + "_loaded_s"] = torch_loaded.epoch_seconds;
+    state.counters[label + "_slowdown"] = torch_slowdown;
+    state.counters["slowdown_vs_" + label] = kindling_slowdown / torch_slowdown;
+  }
+}
+BENCHMARK(BM_CnnEpochUnderLoad)
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kSecond);
 
 // NoGpuReason() is why the device benchmarks cannot run here, or "".
 std::string NoGpuReason() {
