@@ -120,7 +120,7 @@ class Port {
 
   Port(Direction direction, const memory::desc& user,
        const memory::desc& wanted)
-      : direction_(direction), user_(user) {
+      : direction_(direction), user_(user), wanted_(wanted) {
     if (user == wanted) return;
     staged_ = memory(wanted, Engine());
     const dnnl::reorder::primitive_desc desc =
@@ -142,6 +142,9 @@ class Port {
     return staged_;
   }
 
+  // wanted() is the layout the primitive reads or writes.
+  const memory::desc& wanted() const { return wanted_; }
+
   // Finish() reorders an output into the user's buffer.
   void Finish(dnnl::stream& stream) {
     if (reorder_.has_value() && direction_ == Direction::kOut) {
@@ -158,6 +161,7 @@ class Port {
 
   Direction direction_;
   memory::desc user_;
+  memory::desc wanted_;
   memory staged_;
   std::optional<dnnl::reorder> reorder_;
   memory scratchpad_;
@@ -204,7 +208,10 @@ struct BackwardPlan {
   std::optional<Port> data_diff_dst, data_weights, data_diff_src;
   std::optional<dnnl::convolution_backward_weights> weights;
   memory weights_scratchpad;
-  std::optional<Port> weights_diff_dst, weights_src, weights_diff_weights;
+  // Absent when the weights' primitive reads the incoming gradient in the
+  // data primitive's layout: one reorder serves both.
+  std::optional<Port> weights_diff_dst;
+  std::optional<Port> weights_src, weights_diff_weights;
   std::vector<float> weight_partial, bias_partial;
 };
 
@@ -243,9 +250,12 @@ void AddWeightsGradient(
   using Direction = Port::Direction;
   plan.weights.emplace(desc);
   plan.weights_scratchpad = memory(desc.scratchpad_desc(), Engine());
-  plan.weights_diff_dst.emplace(Direction::kIn,
-                                Plain(args.dst, memory::format_tag::nchw),
-                                desc.diff_dst_desc());
+  if (!plan.data_diff_dst.has_value() ||
+      plan.data_diff_dst->wanted() != desc.diff_dst_desc()) {
+    plan.weights_diff_dst.emplace(Direction::kIn,
+                                  Plain(args.dst, memory::format_tag::nchw),
+                                  desc.diff_dst_desc());
+  }
   plan.weights_src.emplace(Direction::kIn, user_src, desc.src_desc());
   plan.weights_diff_weights.emplace(
       Direction::kOut, Plain(args.weights, memory::format_tag::oihw),
@@ -455,10 +465,12 @@ bool OneDnnConv2dBackward(const TensorBase& input_grad,
     const Slab slab = SlabOf(batch, slabs, s);
     dnnl::stream stream(Engine());
     float* slab_grad = Sample(grad, slab.begin);
+    memory diff_dst;  // the incoming gradient in the data primitive's layout
     if (wants_input) {
+      diff_dst = plan.data_diff_dst->Prepare(slab_grad, stream);
       plan.data->execute(
           stream,
-          {{DNNL_ARG_DIFF_DST, plan.data_diff_dst->Prepare(slab_grad, stream)},
+          {{DNNL_ARG_DIFF_DST, diff_dst},
            {DNNL_ARG_WEIGHTS,
             plan.data_weights->Prepare(weight.data_as<float>(), stream)},
            {DNNL_ARG_DIFF_SRC, plan.data_diff_src->Prepare(
@@ -469,7 +481,9 @@ bool OneDnnConv2dBackward(const TensorBase& input_grad,
     if (wants_weight) {
       std::unordered_map<int, memory> arguments = {
           {DNNL_ARG_DIFF_DST,
-           plan.weights_diff_dst->Prepare(slab_grad, stream)},
+           plan.weights_diff_dst.has_value()
+               ? plan.weights_diff_dst->Prepare(slab_grad, stream)
+               : diff_dst},
           {DNNL_ARG_SRC,
            plan.weights_src->Prepare(Sample(input, slab.begin), stream)},
           {DNNL_ARG_DIFF_WEIGHTS, plan.weights_diff_weights->Prepare(
