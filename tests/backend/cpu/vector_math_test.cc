@@ -237,12 +237,16 @@ void ExpectSameBits(__m256 (*f8)(__m256),
 
 // The AVX-512 twins of Gelu8, Exp8 and Sigmoid8 must give their bits.
 TEST(AvxFiveTwelveTest, Gelu16BitIdenticalToGelu8) {
-  if (!HasAvx512()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  if (!HasAvx512())
+    GTEST_SKIP()
+        << "no AVX-512F here (the CPU lacks it or KINDLING_MAX_CPU_ISA=AVX2)";
   ExpectSameBits(Gelu8, ApplyGelu16, {13.0f, -13.5f, -20.0f});
 }
 
 TEST(AvxFiveTwelveTest, Exp16BitIdenticalToExp8) {
-  if (!HasAvx512()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  if (!HasAvx512())
+    GTEST_SKIP()
+        << "no AVX-512F here (the CPU lacks it or KINDLING_MAX_CPU_ISA=AVX2)";
   // Both sides of the fast path's bound and of the overflow/underflow.
   ExpectSameBits(Exp8, ApplyExp16,
                  {86.0f, -86.0f, 86.00001f, -86.00001f, 88.72f, 88.73f, -103.9f,
@@ -250,7 +254,9 @@ TEST(AvxFiveTwelveTest, Exp16BitIdenticalToExp8) {
 }
 
 TEST(AvxFiveTwelveTest, Sigmoid16BitIdenticalToSigmoid8) {
-  if (!HasAvx512()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  if (!HasAvx512())
+    GTEST_SKIP()
+        << "no AVX-512F here (the CPU lacks it or KINDLING_MAX_CPU_ISA=AVX2)";
   ExpectSameBits(Sigmoid8, ApplySigmoid16,
                  {86.0f, -86.0f, 86.5f, -86.5f, 104.0f, -104.0f, 17.0f});
 }

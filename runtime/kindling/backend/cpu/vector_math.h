@@ -40,6 +40,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 
 namespace kindling::cpu {
 
@@ -412,9 +414,16 @@ inline __m256 Gelu8(__m256 x) {
               _Pragma("GCC diagnostic ignored \"-Wpsabi\"")
 #define KINDLING_AVX512_END _Pragma("GCC diagnostic pop")
 
-// HasAvx512() is whether this CPU (and OS) runs AVX-512F code.
+// HasAvx512() is whether this CPU (and OS) runs AVX-512F code and the
+// environment does not cap Kindling at AVX2 (KINDLING_MAX_CPU_ISA=AVX2, as
+// oneDNN's ONEDNN_MAX_CPU_ISA does): the cap runs the eight-lane paths a
+// CPU without AVX-512 takes, so that tests cover them on any machine.
 inline bool HasAvx512() {
-  static const bool has = __builtin_cpu_supports("avx512f");
+  static const bool has = [] {
+    const char* cap = std::getenv("KINDLING_MAX_CPU_ISA");
+    if (cap != nullptr && std::string_view(cap) == "AVX2") return false;
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
   return has;
 }
 

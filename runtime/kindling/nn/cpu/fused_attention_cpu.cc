@@ -1,6 +1,7 @@
 // The CPU's fused attention kernels (nn/fused_attention.h), f32 and f64.
 //
-// The exponentials run eight floats at a time (vector_math.h's Exp8).
+// The exponentials run sixteen floats at a time where the CPU has AVX-512
+// (Exp16, with the masks as one bit per key), else eight (Exp8).
 //
 // Forward, per (head, tile of kTile queries): for each tile of kTile keys,
 // S = q k^T (one GEMM), scaled and masked; an online softmax keeps each
@@ -83,6 +84,121 @@ Masks MasksOf(const FusedAttentionShape& shape,
           shape.keys};
 }
 
+// ForwardTile's state for one tile of queries against one tile of keys:
+// s holds the tile's scores q k^T, rows x cols at a stride of kTile; m and l
+// are each query's running max and sum, acc its output accumulator.
+template <class T>
+struct ScoreTile {
+  int64_t batch, q0, rows, k0, cols, dv;
+  T scale;
+  T* s;
+  T* m;
+  T* l;
+  T* acc;
+};
+
+// Folds the rescale of the rows' earlier keys into l and acc once a row's
+// maximum moved from m to m_new.
+template <class T>
+void UpdateRow(const ScoreTile<T>& tile, int64_t r, T m_new, T sum) {
+  const T rescale = std::exp(tile.m[r] - m_new);  // 0 on the first keys
+  tile.l[r] = tile.l[r] * rescale + sum;
+  tile.m[r] = m_new;
+  if (rescale == T{1}) return;
+  T* acc_row = tile.acc + r * tile.dv;
+  for (int64_t d = 0; d < tile.dv; ++d) acc_row[d] *= rescale;
+}
+
+// SoftmaxRows() turns each row of the tile's scores into the weights
+// e^(s * scale - m_new) of the online softmax (0 where masked), with
+// m_new the row's new running max, and updates m, l and acc.
+template <class T>
+void SoftmaxRows(const Masks& masks, const ScoreTile<T>& tile) {
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  for (int64_t r = 0; r < tile.rows; ++r) {
+    T* row = tile.s + r * kTile;
+    T row_max = kNegInf;
+    for (int64_t c = 0; c < tile.cols; ++c) {
+      row[c] = masks.Skips(tile.batch, tile.q0 + r, tile.k0 + c)
+                   ? kNegInf
+                   : row[c] * tile.scale;
+      row_max = std::max(row_max, row[c]);
+    }
+    const T m_new = std::max(tile.m[r], row_max);
+    if (m_new == kNegInf) {  // every key so far masked: nothing to add
+      std::fill(row, row + tile.cols, T{0});
+      continue;
+    }
+    ExpRow<T>(row, tile.cols, T{1}, m_new);
+    T sum = 0;
+    for (int64_t c = 0; c < tile.cols; ++c) sum += row[c];
+    UpdateRow(tile, r, m_new, sum);
+  }
+}
+
+// KeptKeys() has bit c set when key k0 + c of the tile is not padding.
+uint64_t KeptKeys(const Masks& masks, const ScoreTile<float>& tile) {
+  static_assert(kTile <= 64, "one bit per key of a tile");
+  uint64_t kept =
+      tile.cols == 64 ? ~uint64_t{0} : (uint64_t{1} << tile.cols) - 1;
+  if (masks.padding == nullptr) return kept;
+  const bool* padding = masks.padding + tile.batch * masks.keys + tile.k0;
+  for (int64_t c = 0; c < tile.cols; ++c) {
+    if (padding[c]) kept &= ~(uint64_t{1} << c);
+  }
+  return kept;
+}
+
+// SoftmaxRows16() is SoftmaxRows() for f32 on sixteen lanes, the masks as
+// one bit per key (REQUIRES: HasAvx512()). A masked lane's exponent is
+// computed as e^0 and zeroed, which keeps Exp16 on its fast path.
+KINDLING_AVX512_BEGIN
+KINDLING_AVX512 void SoftmaxRows16(const Masks& masks,
+                                   const ScoreTile<float>& tile) {
+  const uint64_t kept_keys = KeptKeys(masks, tile);
+  const __m512 scale = _mm512_set1_ps(tile.scale);
+  const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+  const int64_t chunks = (tile.cols + 15) / 16;
+  for (int64_t r = 0; r < tile.rows; ++r) {
+    float* row = tile.s + r * kTile;
+    uint64_t kept = kept_keys;
+    if (masks.causal) {  // keys k0 + c <= q0 + r
+      const int64_t visible = tile.q0 + r - tile.k0 + 1;
+      if (visible < 64) {
+        kept &= visible <= 0 ? 0 : (uint64_t{1} << visible) - 1;
+      }
+    }
+    if (kept == 0) {  // no key of this tile: weights 0, m and l unchanged
+      std::fill(row, row + tile.cols, 0.0f);
+      continue;
+    }
+    __m512 maxima = neg_inf;
+    for (int64_t j = 0; j < chunks; ++j) {
+      const __mmask16 lanes = static_cast<__mmask16>(kept >> (16 * j));
+      const __m512 x = _mm512_mask_mul_ps(
+          neg_inf, lanes, _mm512_maskz_loadu_ps(lanes, row + 16 * j), scale);
+      maxima = _mm512_max_ps(maxima, x);
+    }
+    const float m_new = std::max(tile.m[r], _mm512_reduce_max_ps(maxima));
+    if (m_new == -INFINITY) {  // every score so far -inf: nothing to add
+      std::fill(row, row + tile.cols, 0.0f);
+      continue;
+    }
+    const __m512 shift = _mm512_set1_ps(m_new);
+    __m512 sums = _mm512_setzero_ps();
+    for (int64_t j = 0; j < chunks; ++j) {
+      const __mmask16 lanes = static_cast<__mmask16>(kept >> (16 * j));
+      const __m512 x = _mm512_maskz_fmsub_ps(
+          lanes, _mm512_loadu_ps(row + 16 * j), scale, shift);
+      const __m512 weights = _mm512_maskz_mov_ps(lanes, cpu::Exp16(x));
+      sums = _mm512_add_ps(sums, weights);
+      _mm512_storeu_ps(row + 16 * j, weights);
+    }
+    UpdateRow(tile, r, m_new, _mm512_reduce_add_ps(sums));
+  }
+}
+KINDLING_AVX512_END
+
 // ForwardTile() computes the output and log-sum-exp of queries
 // [q0, q0 + rows) of head `bh`.
 template <class T>
@@ -90,41 +206,37 @@ void ForwardTile(const FusedAttentionShape& shape, const Masks& masks,
                  const FusedAttentionTensors& t, int64_t bh, int64_t q0) {
   const int64_t dh = shape.head_dim, dv = shape.value_dim;
   const int64_t rows = std::min(kTile, shape.queries - q0);
-  const int64_t batch = bh / shape.heads;
   const T* q = t.q.data_as<const T>() + (bh * shape.queries + q0) * dh;
   const T* k = t.k.data_as<const T>() + bh * shape.keys * dh;
   const T* v = t.v.data_as<const T>() + bh * shape.keys * dv;
   T* out = t.out.data_as<T>() + (bh * shape.queries + q0) * dv;
   T* lse = t.logsumexp.data_as<T>() + bh * shape.queries + q0;
-  const T scale = static_cast<T>(shape.scale);
-  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   std::vector<T> s(kTile * kTile), acc(rows * dv, T{0});
-  std::vector<T> m(rows, kNegInf), l(rows, T{0});
+  std::vector<T> m(rows, -std::numeric_limits<T>::infinity()), l(rows, T{0});
   const int64_t key_end = masks.KeyEnd(q0 + rows);
   for (int64_t k0 = 0; k0 < key_end; k0 += kTile) {
     const int64_t cols = std::min(kTile, key_end - k0);
     Gemm<T>(CblasNoTrans, CblasTrans, rows, cols, dh, q, dh, k + k0 * dh, dh,
             s.data(), kTile);
-    for (int64_t r = 0; r < rows; ++r) {
-      T* row = s.data() + r * kTile;
-      T row_max = kNegInf;
-      for (int64_t c = 0; c < cols; ++c) {
-        row[c] = masks.Skips(batch, q0 + r, k0 + c) ? kNegInf : row[c] * scale;
-        row_max = std::max(row_max, row[c]);
+    const ScoreTile<T> tile{bh / shape.heads,
+                            q0,
+                            rows,
+                            k0,
+                            cols,
+                            dv,
+                            static_cast<T>(shape.scale),
+                            s.data(),
+                            m.data(),
+                            l.data(),
+                            acc.data()};
+    if constexpr (std::is_same_v<T, float>) {
+      if (cpu::HasAvx512()) {
+        SoftmaxRows16(masks, tile);
+      } else {
+        SoftmaxRows(masks, tile);
       }
-      const T m_new = std::max(m[r], row_max);
-      if (m_new == kNegInf) {  // every key so far masked: nothing to add
-        std::fill(row, row + cols, T{0});
-        continue;
-      }
-      const T rescale = std::exp(m[r] - m_new);  // 0 on the first keys
-      ExpRow<T>(row, cols, T{1}, m_new);
-      T sum = 0;
-      for (int64_t c = 0; c < cols; ++c) sum += row[c];
-      l[r] = l[r] * rescale + sum;
-      m[r] = m_new;
-      T* acc_row = acc.data() + r * dv;
-      for (int64_t d = 0; d < dv; ++d) acc_row[d] *= rescale;
+    } else {
+      SoftmaxRows(masks, tile);
     }
     Gemm<T>(CblasNoTrans, CblasNoTrans, rows, dv, cols, s.data(), kTile,
             v + k0 * dv, dv, acc.data(), dv, GemmAccumulate::kAdd);
