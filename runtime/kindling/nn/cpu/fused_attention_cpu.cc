@@ -136,17 +136,27 @@ void SoftmaxRows(const Masks& masks, const ScoreTile<T>& tile) {
   }
 }
 
-// KeptKeys() has bit c set when key k0 + c of the tile is not padding.
-uint64_t KeptKeys(const Masks& masks, const ScoreTile<float>& tile) {
+// KeptKeys() has bit c set when key k0 + c of a tile of `cols` keys of
+// `batch` is not padding.
+uint64_t KeptKeys(const Masks& masks, int64_t batch, int64_t k0, int64_t cols) {
   static_assert(kTile <= 64, "one bit per key of a tile");
-  uint64_t kept =
-      tile.cols == 64 ? ~uint64_t{0} : (uint64_t{1} << tile.cols) - 1;
+  uint64_t kept = cols == 64 ? ~uint64_t{0} : (uint64_t{1} << cols) - 1;
   if (masks.padding == nullptr) return kept;
-  const bool* padding = masks.padding + tile.batch * masks.keys + tile.k0;
-  for (int64_t c = 0; c < tile.cols; ++c) {
+  const bool* padding = masks.padding + batch * masks.keys + k0;
+  for (int64_t c = 0; c < cols; ++c) {
     if (padding[c]) kept &= ~(uint64_t{1} << c);
   }
   return kept;
+}
+
+// RowKeptKeys() is `tile_kept` (KeptKeys of the tile from k0) less the keys
+// the causal mask hides from `query`.
+uint64_t RowKeptKeys(const Masks& masks, uint64_t tile_kept, int64_t query,
+                     int64_t k0) {
+  if (!masks.causal) return tile_kept;
+  const int64_t visible = query - k0 + 1;  // keys k0 + c <= query
+  if (visible >= 64) return tile_kept;
+  return visible <= 0 ? 0 : tile_kept & ((uint64_t{1} << visible) - 1);
 }
 
 // SoftmaxRows16() is SoftmaxRows() for f32 on sixteen lanes, the masks as
@@ -155,19 +165,13 @@ uint64_t KeptKeys(const Masks& masks, const ScoreTile<float>& tile) {
 KINDLING_AVX512_BEGIN
 KINDLING_AVX512 void SoftmaxRows16(const Masks& masks,
                                    const ScoreTile<float>& tile) {
-  const uint64_t kept_keys = KeptKeys(masks, tile);
+  const uint64_t tile_kept = KeptKeys(masks, tile.batch, tile.k0, tile.cols);
   const __m512 scale = _mm512_set1_ps(tile.scale);
   const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
   const int64_t chunks = (tile.cols + 15) / 16;
   for (int64_t r = 0; r < tile.rows; ++r) {
     float* row = tile.s + r * kTile;
-    uint64_t kept = kept_keys;
-    if (masks.causal) {  // keys k0 + c <= q0 + r
-      const int64_t visible = tile.q0 + r - tile.k0 + 1;
-      if (visible < 64) {
-        kept &= visible <= 0 ? 0 : (uint64_t{1} << visible) - 1;
-      }
-    }
+    const uint64_t kept = RowKeptKeys(masks, tile_kept, tile.q0 + r, tile.k0);
     if (kept == 0) {  // no key of this tile: weights 0, m and l unchanged
       std::fill(row, row + tile.cols, 0.0f);
       continue;
@@ -259,6 +263,62 @@ void Forward(const FusedAttentionShape& shape, const FusedAttentionTensors& t) {
   });
 }
 
+// The backward's tile of weights P = e^(s * scale - lse) for queries
+// [q0, q0 + rows) against keys [k0, k0 + cols): p holds the scores on entry,
+// at a stride of kTile.
+template <class T>
+struct WeightTile {
+  int64_t batch, q0, rows, k0, cols;
+  T scale;
+  const T* lse;  // of the head's queries
+  T* p;
+};
+
+// RecomputeWeights() turns the scores into the forward's weights: 0 where
+// masked and on rows that saw no key.
+template <class T>
+void RecomputeWeights(const Masks& masks, const WeightTile<T>& tile) {
+  for (int64_t r = 0; r < tile.rows; ++r) {
+    T* row = tile.p + r * kTile;
+    const T lse = tile.lse[tile.q0 + r];
+    if (lse == -INFINITY) {  // a row with no key: no weight
+      std::fill(row, row + tile.cols, T{0});
+      continue;
+    }
+    ExpRow<T>(row, tile.cols, tile.scale, lse);
+    for (int64_t c = 0; c < tile.cols; ++c) {
+      if (masks.Skips(tile.batch, tile.q0 + r, tile.k0 + c)) row[c] = 0;
+    }
+  }
+}
+
+// RecomputeWeights16() is RecomputeWeights() for f32 on sixteen lanes
+// (REQUIRES: HasAvx512()).
+KINDLING_AVX512_BEGIN
+KINDLING_AVX512 void RecomputeWeights16(const Masks& masks,
+                                        const WeightTile<float>& tile) {
+  const uint64_t tile_kept = KeptKeys(masks, tile.batch, tile.k0, tile.cols);
+  const __m512 scale = _mm512_set1_ps(tile.scale);
+  const int64_t chunks = (tile.cols + 15) / 16;
+  for (int64_t r = 0; r < tile.rows; ++r) {
+    float* row = tile.p + r * kTile;
+    const float lse = tile.lse[tile.q0 + r];
+    const uint64_t kept = RowKeptKeys(masks, tile_kept, tile.q0 + r, tile.k0);
+    if (lse == -INFINITY || kept == 0) {
+      std::fill(row, row + tile.cols, 0.0f);
+      continue;
+    }
+    const __m512 shift = _mm512_set1_ps(lse);
+    for (int64_t j = 0; j < chunks; ++j) {
+      const __mmask16 lanes = static_cast<__mmask16>(kept >> (16 * j));
+      const __m512 x = _mm512_maskz_fmsub_ps(
+          lanes, _mm512_loadu_ps(row + 16 * j), scale, shift);
+      _mm512_storeu_ps(row + 16 * j, _mm512_maskz_mov_ps(lanes, cpu::Exp16(x)));
+    }
+  }
+}
+KINDLING_AVX512_END
+
 // BackwardHead() computes dq, dk and dv of head `bh`.
 template <class T>
 void BackwardHead(const FusedAttentionShape& shape, const Masks& masks,
@@ -297,16 +357,16 @@ void BackwardHead(const FusedAttentionShape& shape, const Masks& masks,
       const int64_t rows = std::min(kTile, queries - q0);
       Gemm<T>(CblasNoTrans, CblasTrans, rows, cols, dh, q + q0 * dh, dh,
               k + k0 * dh, dh, p.data(), kTile);
-      for (int64_t r = 0; r < rows; ++r) {
-        T* row = p.data() + r * kTile;
-        if (lse[q0 + r] == -INFINITY) {  // a row with no key: no weight
-          std::fill(row, row + cols, T{0});
-          continue;
+      const WeightTile<T> weights{batch, q0,    rows, k0,
+                                  cols,  scale, lse,  p.data()};
+      if constexpr (std::is_same_v<T, float>) {
+        if (cpu::HasAvx512()) {
+          RecomputeWeights16(masks, weights);
+        } else {
+          RecomputeWeights(masks, weights);
         }
-        ExpRow<T>(row, cols, scale, lse[q0 + r]);
-        for (int64_t c = 0; c < cols; ++c) {
-          if (masks.Skips(batch, q0 + r, k0 + c)) row[c] = 0;
-        }
+      } else {
+        RecomputeWeights(masks, weights);
       }
       // dv_j += P^T dO_i
       Gemm<T>(CblasTrans, CblasNoTrans, cols, dv, rows, p.data(), kTile,
