@@ -9,7 +9,9 @@
 // the peer's: < 1 is faster), peak_MiB (Kindling's peak tensor bytes above
 // the inputs during the call) and peak_vs_weights (that peak over one
 // [B, H, T, T] f32 weight matrix, what a composed attention holds at least
-// once).
+// once); for each torch peer <label>_peak_MiB (the resident memory one call
+// adds at its peak, measured in a process of its own: torch_ops.py
+// --peak-bytes) and peak_vs_<label> (Kindling's peak over the peer's).
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -43,11 +45,11 @@ enum class Pass { kForward, kForwardBackward };
 template <class Attention>
 void Measure(benchmark::State& state, Pass pass, const Attention& attention) {
   const int64_t length = state.range(0);
-  bench::PeerSteps torch(
+  const std::string op =
       std::string(pass == Pass::kForward ? "attention_forward_"
                                          : "attention_") +
-          std::to_string(length),
-      cpu::MaxThreads());
+      std::to_string(length);
+  bench::PeerSteps torch(op, cpu::MaxThreads());
   const Tensor<4> q = Input(length, 1), k = Input(length, 2),
                   v = Input(length, 3);
   double seconds = 0;
@@ -77,6 +79,7 @@ void Measure(benchmark::State& state, Pass pass, const Attention& attention) {
   state.counters["peak_MiB"] = peak / double{1 << 20};
   state.counters["peak_vs_weights"] = peak / weights;
   torch.Report(state, seconds);
+  bench::ReportPeerPeakMemory(state, op, cpu::MaxThreads(), peak);
 }
 
 Tensor<4> Fused(const Tensor<4>& q, const Tensor<4>& k, const Tensor<4>& v) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -253,6 +254,33 @@ void PeerSteps::Report(benchmark::State& state, double kindling_seconds) const {
     const std::string& label = peers_[i]->label();
     state.counters[label + "_ms"] = 1e3 * seconds_[i] / runs_;
     state.counters["ratio_vs_" + label] = kindling_seconds / seconds_[i];
+  }
+}
+
+void ReportPeerPeakMemory(benchmark::State& state, const std::string& op,
+                          int threads, double kindling_peak_bytes) {
+  const std::string script = FindSource("benches/peers/torch_ops.py");
+  for (const std::string& python : PeerPythons()) {
+    const std::string command = "'" + python + "' '" + script +
+                                "' --threads=" + std::to_string(threads) +
+                                " --peak-bytes " + op + " 2>/dev/null";
+    FILE* answer = script.empty() ? nullptr : popen(command.c_str(), "r");
+    char line[256] = "";
+    const bool read =
+        answer != nullptr && fgets(line, sizeof(line), answer) != nullptr;
+    if (answer != nullptr) pclose(answer);
+    char version[64], name[128];
+    double bytes = 0;
+    if (!read ||
+        std::sscanf(line, "torch=%63s %127s %lf", version, name, &bytes) != 3 ||
+        name != op || bytes <= 0) {
+      std::fprintf(stderr, "peak memory of %s: no answer from %s\n", op.c_str(),
+                   python.c_str());
+      continue;
+    }
+    const std::string label = PeerLabel(version);
+    state.counters[label + "_peak_MiB"] = bytes / double{1 << 20};
+    state.counters["peak_vs_" + label] = kindling_peak_bytes / bytes;
   }
 }
 

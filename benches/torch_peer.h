@@ -110,6 +110,14 @@ class PeerSteps {
   int64_t runs_ = 0;
 };
 
+// ReportPeerPeakMemory() runs `torch_ops.py --peak-bytes <op>` once with
+// each of PeerPythons(), each in a process of its own, and sets
+// <label>_peak_MiB (the resident memory one call adds at its peak) and
+// peak_vs_<label> = kindling_peak_bytes / the peer's. A peer that gives no
+// answer gets no counters and a line on stderr.
+void ReportPeerPeakMemory(benchmark::State& state, const std::string& op,
+                          int threads, double kindling_peak_bytes);
+
 // PeerBenchmarkMain() is Google Benchmark's main for a benchmark with
 // PyTorch peers. Kindling and each peer take turns on the same cores, and
 // with libgomp's default wait policy each one's OpenMP workers keep spinning

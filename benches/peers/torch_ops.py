@@ -20,6 +20,11 @@ Debian's 1.13), so the file runs on both. Two modes:
                             interleave a torch run with each of its own
                             iterations (same machine load).
 
+  torch_ops.py --peak-bytes OP
+                            prints "torch=<version> <name> <bytes>": the
+                            resident memory one call of OP adds at its peak,
+                            in a process of its own (see peak_bytes()).
+
 Ops are built on first use (the optimizer ops hold a 312 MiB model).
 An unknown name is answered "<name> error unknown op" (serve mode) or exits
 with status 2 (batch mode).
@@ -257,6 +262,38 @@ def median_seconds(op, runs, warmups=2):
     return statistics.median(wall), statistics.median(cpu)
 
 
+# glibc's mmap threshold for --peak-bytes: every allocation of this size or
+# more gets a mapping of its own, returned to the kernel when freed (a fixed
+# threshold also stops glibc from raising it after frees), so the resident
+# set follows the live tensor buffers.
+MMAP_THRESHOLD = "65536"
+
+
+def resident_kib(field):
+    """VmRSS or VmHWM of this process, in KiB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def peak_bytes(op):
+    """The resident bytes one call of op() adds at its peak, after one warm-up
+    call: the high-water mark is reset to the current resident set (writing
+    5 to /proc/self/clear_refs) just before the call and read just after.
+    Torch's CPU allocator keeps no cache, and with MMAP_THRESHOLD every
+    buffer of 64 KiB or more is resident exactly while it lives."""
+    op()
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")
+    before = resident_kib("VmRSS")
+    result = op()
+    peak = resident_kib("VmHWM")
+    del result
+    return 1024 * (peak - before)
+
+
 def serve(ops):
     for line in sys.stdin:
         words = line.split()
@@ -277,12 +314,24 @@ def main():
     parser.add_argument("--serve", action="store_true")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--peak-bytes", metavar="OP")
     parser.add_argument("ops", nargs="*", help="op names (default: all)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(args.threads)
     torch.set_grad_enabled(False)
+    if args.peak_bytes and os.environ.get("MALLOC_MMAP_THRESHOLD_") != MMAP_THRESHOLD:
+        # glibc reads its tunables at start: run again with the threshold.
+        os.execve(sys.executable, [sys.executable] + sys.argv,
+                  dict(os.environ, MALLOC_MMAP_THRESHOLD_=MMAP_THRESHOLD))
     ops = Ops(_ops())
+    if args.peak_bytes:
+        if args.peak_bytes not in ops:
+            print(f"unknown op {args.peak_bytes}", file=sys.stderr)
+            sys.exit(2)
+        peak = peak_bytes(ops[args.peak_bytes])
+        print(f"torch={torch.__version__} {args.peak_bytes} {peak}", flush=True)
+        return
     if args.serve:
         cores = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
         print(f"hello torch={torch.__version__} "
