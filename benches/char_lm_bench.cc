@@ -20,6 +20,8 @@
 // its steps' wall seconds).
 //
 // KINDLING_CHAR_LM_BENCH_STEPS overrides kSteps (the smoke test runs a few).
+// KINDLING_CHAR_LM_BENCH_NO_PEER=1 skips the peers (no ratio_vs_<peer>): for
+// profiling or comparing Kindling's step alone.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -223,6 +225,7 @@ void BM_CharLmSteps(benchmark::State& state) {
                                 kContext)
             .total(),
         median, bench::BestGemmRate());
+    if (std::getenv("KINDLING_CHAR_LM_BENCH_NO_PEER") != nullptr) continue;
     for (const bench::PeerColumn& column :
          bench::TrainingPeerColumns("char_lm_torch.py", "char_lm_jax.py")) {
       const std::optional<PeerRun> peer = RunPeer(column, dir, steps);

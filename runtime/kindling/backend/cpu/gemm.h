@@ -1,6 +1,8 @@
 // Gemm and ParallelGemm: c = op(a) x op(b) (or c += ...) on row-major
-// matrices, through OpenBLAS for f32/f64 and a plain i-k-j loop for
-// integers; shared by Matmul and Conv2d.
+// matrices, through oneDNN's matmul for the f32 shapes where it measured
+// faster (onednn_gemm.h), OpenBLAS for the other f32 and f64 ones, and a
+// plain i-k-j loop for integers; shared by Matmul, Conv2d and the fused
+// attention.
 //
 // Threads. OpenBLAS runs single-threaded and a GEMM big enough to be worth
 // it is cut into one slab of rows (or columns) per thread of the kernels' pool
@@ -20,6 +22,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "kindling/backend/cpu/onednn_gemm.h"
 #include "kindling/backend/cpu/parallel.h"
 
 namespace kindling::cpu {
@@ -35,6 +38,10 @@ void Gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
           int64_t ldc, GemmAccumulate accumulate = GemmAccumulate::kOverwrite) {
   const bool add = accumulate == GemmAccumulate::kAdd;
   if constexpr (std::is_same_v<T, float>) {
+    if (OneDnnSgemm(ta == CblasTrans, tb == CblasTrans, m, n, k, a, lda, b, ldb,
+                    c, ldc, add)) {
+      return;
+    }
     cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb,
                 add ? 1.0f : 0.0f, c, ldc);
   } else if constexpr (std::is_same_v<T, double>) {

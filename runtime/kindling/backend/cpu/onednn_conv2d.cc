@@ -16,6 +16,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kindling/backend/cpu/onednn_common.h"
 #include "kindling/backend/cpu/parallel.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -24,31 +25,10 @@ namespace {
 
 using dnnl::memory;
 
-// KINDLING_ONEDNN: "0" off, "all" also the shapes Kindling's kernel wins.
-enum class Mode { kOff, kMeasured, kAll };
-
-Mode ModeOf() {
-  static const Mode mode = [] {
-    const char* value = std::getenv("KINDLING_ONEDNN");
-    if (value != nullptr && std::strcmp(value, "0") == 0) return Mode::kOff;
-    if (value != nullptr && std::strcmp(value, "all") == 0) return Mode::kAll;
-    return Mode::kMeasured;
-  }();
-  return mode;
-}
-
-dnnl::engine& Engine() {
-  static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *engine;
-}
-
-// Every primitive takes its scratch memory from the caller (the plan), so
-// plans running at once on different threads never share oneDNN's.
-dnnl::primitive_attr UserScratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
-}
+using Mode = OneDnnMode;
+Mode ModeOf() { return GetOneDnnMode(); }
+dnnl::engine& Engine() { return OneDnnEngine(); }
+dnnl::primitive_attr UserScratchpad() { return OneDnnUserScratchpad(); }
 
 memory::desc Any(const memory::dims& dims) {
   return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);

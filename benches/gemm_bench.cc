@@ -1,0 +1,127 @@
+// f32 GEMM on the training workloads' shapes: OpenBLAS (cblas_sgemm) against
+// oneDNN's matmul (backend/cpu/onednn_gemm.h), each single-threaded in every
+// slab of Kindling's pool as ParallelGemm cuts it (backend/cpu/gemm.h), on
+// the same operands, in alternating blocks of calls: what gemm.h's dispatch
+// is decided by.
+//
+// Shapes (m x n x k, row-major, op(a) x op(b)): the MLP 784-256-256-10 at
+// batch 128 and one block of the char-LM (4096 tokens, d_model 128, ffn
+// 512), forward (NT), weight gradients (TN) and input gradients (NN).
+//
+// Counters: openblas_GFLOPs and onednn_GFLOPs (medians over the blocks) and
+// onednn_vs_openblas = oneDNN's time / OpenBLAS's (< 1: oneDNN is faster).
+//
+//   taskset -c 0,1 bazel-bin/benches/gemm_bench --benchmark_repetitions=3
+//       --benchmark_report_aggregates_only=true
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "kindling/backend/cpu/gemm.h"
+#include "kindling/backend/cpu/onednn_gemm.h"
+#include "kindling/backend/cpu/parallel.h"
+
+namespace kindling {
+namespace {
+
+struct GemmShape {
+  const char* name;
+  bool transpose_a, transpose_b;
+  int64_t m, n, k;
+};
+
+constexpr GemmShape kShapes[] = {
+    {"mlp_fc1_forward", false, true, 128, 256, 784},
+    {"mlp_fc2_forward", false, true, 128, 256, 256},
+    {"mlp_fc1_weight_grad", true, false, 256, 784, 128},
+    {"mlp_fc2_weight_grad", true, false, 256, 256, 128},
+    {"mlp_fc2_input_grad", false, false, 128, 256, 256},
+    {"lm_qkv_forward", false, true, 4096, 384, 128},
+    {"lm_ffn2_forward", false, true, 4096, 128, 512},
+    {"lm_qkv_weight_grad", true, false, 384, 128, 4096},
+    {"lm_ffn1_weight_grad", true, false, 512, 128, 4096},
+    {"lm_ffn2_input_grad", false, false, 4096, 128, 512},
+};
+
+enum class Library { kOpenBlas, kOneDnn };
+
+// SlabbedGemm() is ParallelGemm's split with `library` in every slab.
+void SlabbedGemm(Library library, const GemmShape& s, const float* a,
+                 const float* b, float* c) {
+  const int64_t lda = s.transpose_a ? s.m : s.k;
+  const int64_t ldb = s.transpose_b ? s.k : s.n;
+  const bool split_rows = s.m >= s.n;
+  const int64_t extent = split_rows ? s.m : s.n;
+  const int64_t slabs = std::min<int64_t>(cpu::MaxThreads(), extent / 16);
+  cpu::ParallelSlabs(slabs, [&](int64_t slab) {
+    const int64_t tiles = (extent + 15) / 16;
+    const int64_t begin = std::min(extent, tiles * slab / slabs * 16);
+    const int64_t end = std::min(extent, tiles * (slab + 1) / slabs * 16);
+    const int64_t m = split_rows ? end - begin : s.m;
+    const int64_t n = split_rows ? s.n : end - begin;
+    const float* a_part =
+        !split_rows ? a : (s.transpose_a ? a + begin : a + begin * lda);
+    const float* b_part =
+        split_rows ? b : (s.transpose_b ? b + begin * ldb : b + begin);
+    float* c_part = split_rows ? c + begin * s.n : c + begin;
+    if (library == Library::kOneDnn &&
+        cpu::OneDnnSgemm(s.transpose_a, s.transpose_b, m, n, s.k, a_part, lda,
+                         b_part, ldb, c_part, s.n, false)) {
+      return;
+    }
+    cblas_sgemm(CblasRowMajor, s.transpose_a ? CblasTrans : CblasNoTrans,
+                s.transpose_b ? CblasTrans : CblasNoTrans, m, n, s.k, 1.0f,
+                a_part, lda, b_part, ldb, 0.0f, c_part, s.n);
+  });
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+void BM_Gemm(benchmark::State& state) {
+  const GemmShape& s = kShapes[state.range(0)];
+  state.SetLabel(s.name);
+  cpu::UseSingleThreadedBlas();
+  std::vector<float> a(s.m * s.k, 0.5f), b(s.k * s.n, 0.25f), c(s.m * s.n);
+  const double flops = 2.0 * s.m * s.n * s.k;
+  // Blocks of about 20 ms; a warm-up block each builds oneDNN's plans.
+  const int calls = std::max<int>(1, static_cast<int>(4e9 / flops));
+  auto block = [&](Library library) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) {
+      SlabbedGemm(library, s, a.data(), b.data(), c.data());
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+               .count() /
+           calls;
+  };
+  block(Library::kOpenBlas);
+  block(Library::kOneDnn);
+  std::vector<double> openblas, onednn;
+  for (auto _ : state) {
+    openblas.push_back(block(Library::kOpenBlas));
+    onednn.push_back(block(Library::kOneDnn));
+    state.SetIterationTime(openblas.back() + onednn.back());
+  }
+  state.counters["openblas_GFLOPs"] = flops / Median(openblas) / 1e9;
+  state.counters["onednn_GFLOPs"] = flops / Median(onednn) / 1e9;
+  state.counters["onednn_vs_openblas"] = Median(onednn) / Median(openblas);
+}
+
+BENCHMARK(BM_Gemm)
+    ->DenseRange(0, std::size(kShapes) - 1)
+    ->Iterations(7)
+    ->UseManualTime();
+
+}  // namespace
+}  // namespace kindling
+
+BENCHMARK_MAIN();

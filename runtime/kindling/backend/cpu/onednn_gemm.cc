@@ -1,0 +1,147 @@
+#include "kindling/backend/cpu/onednn_gemm.h"
+
+#include <omp.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include "kindling/backend/cpu/onednn_common.h"
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace kindling::cpu {
+namespace {
+
+using dnnl::memory;
+
+constexpr int64_t kMinSide = 16;
+constexpr int64_t kMinWork = int64_t{1} << 15;
+constexpr int kSightingsBeforeBuild = 2;
+constexpr size_t kMaxPlansPerThread = 256;
+
+struct GemmKey {
+  int64_t m, n, k, lda, ldb, ldc;
+  bool transpose_a, transpose_b, accumulate;
+
+  bool operator==(const GemmKey&) const = default;
+};
+
+struct GemmKeyHash {
+  size_t operator()(const GemmKey& key) const {
+    size_t hash = 0;
+    for (const int64_t value :
+         {key.m, key.n, key.k, key.lda, key.ldb, key.ldc,
+          int64_t{key.transpose_a} | int64_t{key.transpose_b} << 1 |
+              int64_t{key.accumulate} << 2}) {
+      hash = hash * 1000003 ^ std::hash<int64_t>()(value);
+    }
+    return hash;
+  }
+};
+
+// GemmPlan: one shape's matmul primitive and the memory objects each call
+// points at its operands (set_data_handle costs nanoseconds; making new
+// memory objects about a microsecond).
+struct GemmPlan {
+  dnnl::matmul matmul;
+  memory a, b, c, scratchpad;
+};
+
+// PlanEntry: what this thread knows of a shape.
+struct PlanEntry {
+  int sightings = 0;
+  bool refused = false;  // oneDNN could not build it: OpenBLAS from now on
+  std::unique_ptr<GemmPlan> plan;
+};
+
+struct ThreadPlans {
+  std::unordered_map<GemmKey, PlanEntry, GemmKeyHash> entries;
+  std::optional<dnnl::stream> stream;
+};
+
+ThreadPlans& PlansOfThisThread() {
+  thread_local ThreadPlans plans;
+  return plans;
+}
+
+// Matrix() describes a rows x cols operand of a row-major buffer with
+// leading dimension ld, stored transposed (as cols x rows) if `transposed`.
+memory::desc Matrix(int64_t rows, int64_t cols, int64_t ld, bool transposed) {
+  return memory::desc({rows, cols}, memory::data_type::f32,
+                      transposed ? memory::dims{1, ld} : memory::dims{ld, 1});
+}
+
+std::unique_ptr<GemmPlan> BuildPlan(const GemmKey& key) {
+  dnnl::primitive_attr attr = OneDnnUserScratchpad();
+  if (key.accumulate) {
+    dnnl::post_ops sum;
+    sum.append_sum(1.0f);
+    attr.set_post_ops(sum);
+  }
+  const memory::desc a = Matrix(key.m, key.k, key.lda, key.transpose_a);
+  const memory::desc b = Matrix(key.k, key.n, key.ldb, key.transpose_b);
+  const memory::desc c = Matrix(key.m, key.n, key.ldc, false);
+  const dnnl::matmul::primitive_desc desc(dnnl::matmul::desc(a, b, c), attr,
+                                          OneDnnEngine());
+  auto plan = std::make_unique<GemmPlan>();
+  plan->matmul = dnnl::matmul(desc);
+  plan->a = memory(a, OneDnnEngine(), DNNL_MEMORY_NONE);
+  plan->b = memory(b, OneDnnEngine(), DNNL_MEMORY_NONE);
+  plan->c = memory(c, OneDnnEngine(), DNNL_MEMORY_NONE);
+  plan->scratchpad = memory(desc.scratchpad_desc(), OneDnnEngine());
+  return plan;
+}
+
+// PlanFor() is the thread's plan for `key`, built on the shape's
+// kSightingsBeforeBuild-th call, or null while OpenBLAS should run it.
+GemmPlan* PlanFor(ThreadPlans& plans, const GemmKey& key) {
+  if (plans.entries.size() >= kMaxPlansPerThread &&
+      !plans.entries.contains(key)) {
+    plans.entries.clear();
+  }
+  PlanEntry& entry = plans.entries[key];
+  if (entry.plan != nullptr) return entry.plan.get();
+  if (entry.refused || ++entry.sightings < kSightingsBeforeBuild) {
+    return nullptr;
+  }
+  try {
+    entry.plan = BuildPlan(key);
+  } catch (const dnnl::error&) {
+    entry.refused = true;
+  }
+  return entry.plan.get();
+}
+
+}  // namespace
+
+bool OneDnnSgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
+                 int64_t k, const float* a, int64_t lda, const float* b,
+                 int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  if (GetOneDnnMode() == OneDnnMode::kOff || m < kMinSide || n < kMinSide ||
+      k < 1 || m * n * k < kMinWork) {
+    return false;
+  }
+  ThreadPlans& plans = PlansOfThisThread();
+  GemmPlan* plan = PlanFor(
+      plans, {m, n, k, lda, ldb, ldc, transpose_a, transpose_b, accumulate});
+  if (plan == nullptr) return false;
+  if (!plans.stream.has_value()) plans.stream.emplace(OneDnnEngine());
+  plan->a.set_data_handle(const_cast<float*>(a));
+  plan->b.set_data_handle(const_cast<float*>(b));
+  plan->c.set_data_handle(c);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);  // this thread's OpenMP setting only
+  plan->matmul.execute(*plans.stream,
+                       {{DNNL_ARG_SRC, plan->a},
+                        {DNNL_ARG_WEIGHTS, plan->b},
+                        {DNNL_ARG_DST, plan->c},
+                        {DNNL_ARG_SCRATCHPAD, plan->scratchpad}});
+  plans.stream->wait();
+  omp_set_num_threads(threads);
+  return true;
+}
+
+}  // namespace kindling::cpu

@@ -1,0 +1,41 @@
+// OneDnnSgemm: f32 GEMM through oneDNN's matmul primitive, single-threaded,
+// for gemm.h's Gemm() (and so for every slab of ParallelGemm: Matmul,
+// Kindling's own Conv2d, the fused attention's tiles).
+//
+// Measured on the training workloads' shapes, one single-threaded call per
+// slab of Kindling's pool (benches/gemm_bench, AMD EPYC with AVX-512, 2
+// threads), oneDNN's time over OpenBLAS's: 0.71-0.99 on the MLP's forward
+// and gradient products (e.g. the 128 x 256 x 784 forward 0.85, its weight
+// gradient 256 x 784 x 128 0.71), 0.79-0.96 on a char-LM block's (the
+// k = 4096 weight gradients 0.79-0.85). A whole step: the MLP epoch took
+// about 0.70 s against 0.85 s with OpenBLAS alone, the char-LM step 175-186
+// ms against 182-192 ms (benches/train_bench, char_lm_bench, against
+// KINDLING_ONEDNN=0).
+//
+// A shape goes to oneDNN when both sides of the output are at least
+// kMinSide, its work m * n * k at least kMinWork (below these, thin or small
+// products, oneDNN's fixed cost per call is not paid back), and this thread
+// has met it before (kSightingsBeforeBuild: building a primitive takes
+// 60-300 us, more than a one-off product saves); primitives, with their memory
+// objects and scratchpads, are kept per thread (at most kMaxPlansPerThread,
+// then dropped and rebuilt on demand). oneDNN runs with one OpenMP thread, as
+// the convolutions do (onednn_conv2d.h): the pool owns the cores.
+// KINDLING_ONEDNN=0 turns the path off.
+#ifndef KINDLING_BACKEND_CPU_ONEDNN_GEMM_H_
+#define KINDLING_BACKEND_CPU_ONEDNN_GEMM_H_
+
+#include <cstdint>
+
+namespace kindling::cpu {
+
+// OneDnnSgemm() computes c [m, n] = op(a) [m, k] x op(b) [k, n], or adds
+// that to c (`accumulate`), row-major with cblas_sgemm's leading dimensions,
+// on the calling thread. It returns false, having written nothing, where
+// the rules above send the shape to OpenBLAS or oneDNN refuses it.
+bool OneDnnSgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
+                 int64_t k, const float* a, int64_t lda, const float* b,
+                 int64_t ldb, float* c, int64_t ldc, bool accumulate);
+
+}  // namespace kindling::cpu
+
+#endif  // KINDLING_BACKEND_CPU_ONEDNN_GEMM_H_
