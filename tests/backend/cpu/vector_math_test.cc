@@ -72,6 +72,10 @@ KINDLING_AVX512 std::vector<float> ApplyExp16(
     const std::vector<float>& inputs) {
   return Apply16([](__m512 x) KINDLING_AVX512 { return Exp16(x); }, inputs);
 }
+KINDLING_AVX512 std::vector<float> ApplyLog16(
+    const std::vector<float>& inputs) {
+  return Apply16([](__m512 x) KINDLING_AVX512 { return Log16(x); }, inputs);
+}
 KINDLING_AVX512 std::vector<float> ApplySigmoid16(
     const std::vector<float>& inputs) {
   return Apply16([](__m512 x) KINDLING_AVX512 { return Sigmoid16(x); }, inputs);
@@ -235,7 +239,7 @@ void ExpectSameBits(__m256 (*f8)(__m256),
   }
 }
 
-// The AVX-512 twins of Gelu8, Exp8 and Sigmoid8 must give their bits.
+// The AVX-512 twins of Gelu8, Exp8, Log8 and Sigmoid8 must give their bits.
 TEST(AvxFiveTwelveTest, Gelu16BitIdenticalToGelu8) {
   if (!HasAvx512())
     GTEST_SKIP()
@@ -251,6 +255,16 @@ TEST(AvxFiveTwelveTest, Exp16BitIdenticalToExp8) {
   ExpectSameBits(Exp8, ApplyExp16,
                  {86.0f, -86.0f, 86.00001f, -86.00001f, 88.72f, 88.73f, -103.9f,
                   -104.0f, -150.0f, 1e-8f, -1e-8f});
+}
+
+TEST(AvxFiveTwelveTest, Log16BitIdenticalToLog8) {
+  if (!HasAvx512())
+    GTEST_SKIP()
+        << "no AVX-512F here (the CPU lacks it or KINDLING_MAX_CPU_ISA=AVX2)";
+  // Zero, negatives, subnormals, the sqrt(2) split, infinity and NaN.
+  ExpectSameBits(Log8, ApplyLog16,
+                 {0.0f, -0.0f, -1.0f, 1e-45f, 1e-40f, 1.17549435e-38f,
+                  1.41421356f, 1.41421366f, 1.0f, kInf, -kInf, kNan});
 }
 
 TEST(AvxFiveTwelveTest, Sigmoid16BitIdenticalToSigmoid8) {

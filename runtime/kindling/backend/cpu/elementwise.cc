@@ -245,6 +245,12 @@ KINDLING_AVX512 void ExpFloats16(float* out, const float* in, int64_t count,
               [](__m512 x) KINDLING_AVX512 { return Exp16(x); });
 }
 
+KINDLING_AVX512 void LogFloats16(float* out, const float* in, int64_t count,
+                                 bool stream) {
+  MapFloats16(out, in, count, stream,
+              [](__m512 x) KINDLING_AVX512 { return Log16(x); });
+}
+
 KINDLING_AVX512 void SigmoidFloats16(float* out, const float* in, int64_t count,
                                      bool stream) {
   MapFloats16(out, in, count, stream,
@@ -329,12 +335,16 @@ void UnaryTyped(UnaryOp op, const StridedLayout<2>& layout, double arg0,
       case UnaryOp::kExp: {
         const auto exp8 = [](__m256 x) { return Exp8(x); };
         // Where the CPU has AVX-512, sixteen lanes per instruction (same
-        // bits): exp, sigmoid and GELU are bound by arithmetic, not memory.
+        // bits): exp, log, sigmoid and GELU are bound by arithmetic, not
+        // memory.
         if (HasAvx512()) return RunUnaryF32(layout, exp8, ExpFloats16);
         return RunUnaryF32(layout, exp8);
       }
-      case UnaryOp::kLog:
-        return RunUnaryF32(layout, [](__m256 x) { return Log8(x); });
+      case UnaryOp::kLog: {
+        const auto log8 = [](__m256 x) { return Log8(x); };
+        if (HasAvx512()) return RunUnaryF32(layout, log8, LogFloats16);
+        return RunUnaryF32(layout, log8);
+      }
       case UnaryOp::kSqrt:
         return RunUnaryF32(layout, [](__m256 x) { return Sqrt8(x); });
       case UnaryOp::kGelu: {

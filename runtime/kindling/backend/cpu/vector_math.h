@@ -492,6 +492,56 @@ KINDLING_AVX512 inline __m512 Sigmoid16(__m512 x) {
 }
 KINDLING_AVX512_END
 
+// Log16() is Log8() on sixteen lanes, bit for bit: the same operations in
+// the same order, the blends as masked moves.
+KINDLING_AVX512_BEGIN
+KINDLING_AVX512 inline __m512 Log16(__m512 x) {
+  const __m512 zero = _mm512_setzero_ps();
+  const __mmask16 subnormal =
+      _mm512_cmp_ps_mask(x, _mm512_set1_ps(1.17549435e-38f), _CMP_LT_OQ);
+  const __m512 scaled =
+      _mm512_mask_mul_ps(x, subnormal, x, _mm512_set1_ps(8388608.0f));
+  const __m512i bits = _mm512_castps_si512(scaled);
+  __m512 exponent = _mm512_cvtepi32_ps(
+      _mm512_sub_epi32(_mm512_srli_epi32(bits, 23), _mm512_set1_epi32(127)));
+  exponent = _mm512_sub_ps(
+      exponent, _mm512_maskz_mov_ps(subnormal, _mm512_set1_ps(23.0f)));
+  __m512 m = _mm512_castsi512_ps(
+      _mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi32(0x007fffff)),
+                      _mm512_set1_epi32(0x3f800000)));
+  const __mmask16 above_sqrt2 =
+      _mm512_cmp_ps_mask(m, _mm512_set1_ps(1.41421356f), _CMP_GT_OQ);
+  m = _mm512_mask_mul_ps(m, above_sqrt2, m, _mm512_set1_ps(0.5f));
+  exponent = _mm512_add_ps(
+      exponent, _mm512_maskz_mov_ps(above_sqrt2, _mm512_set1_ps(1.0f)));
+  const __m512 f = _mm512_sub_ps(m, _mm512_set1_ps(1.0f));
+  const __m512 z = _mm512_mul_ps(f, f);
+  __m512 p = _mm512_set1_ps(7.0376836292e-2f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.1514610310e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.1676998740e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.2420140846e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.4249322787e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.6668057665e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.0000714765e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-2.4999993993e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(3.3333331174e-1f));
+  __m512 y = _mm512_mul_ps(_mm512_mul_ps(p, z), f);
+  y = _mm512_fmadd_ps(exponent, _mm512_set1_ps(-2.12194440e-4f), y);
+  y = _mm512_fnmadd_ps(_mm512_set1_ps(0.5f), z, y);
+  __m512 result = _mm512_add_ps(f, y);
+  result = _mm512_fmadd_ps(exponent, _mm512_set1_ps(0.693359375f), result);
+  const __m512 infinity = _mm512_set1_ps(__builtin_inff());
+  result = _mm512_mask_mov_ps(result, _mm512_cmp_ps_mask(x, zero, _CMP_EQ_OQ),
+                              _mm512_sub_ps(zero, infinity));
+  result = _mm512_mask_mov_ps(result, _mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ),
+                              _mm512_set1_ps(__builtin_nanf("")));
+  result =
+      _mm512_mask_mov_ps(result, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+  return _mm512_mask_mov_ps(result, _mm512_cmp_ps_mask(x, infinity, _CMP_EQ_OQ),
+                            infinity);
+}
+KINDLING_AVX512_END
+
 // Gelu16() is Gelu8() on sixteen lanes, bit for bit: the same operations in
 // the same order. Vectors with a lane beyond |x| = 13 (where e^(-x^2 / 2)
 // leaves the exponential's fast path) or a NaN lane go through Gelu8, one
