@@ -162,6 +162,13 @@ inline constexpr float kP3 = 4.1665795894e-2f;
 inline constexpr float kP4 = 1.6666665459e-1f;
 inline constexpr float kP5 = 5.0000001201e-1f;
 }  // namespace exp_polynomial
+
+// Cephes logf's polynomial P of Log8 / Log16, highest degree first.
+inline constexpr float kLogPolynomial[] = {
+    7.0376836292e-2f,  -1.1514610310e-1f, 1.1676998740e-1f,
+    -1.2420140846e-1f, 1.4249322787e-1f,  -1.6668057665e-1f,
+    2.0000714765e-1f,  -2.4999993993e-1f, 3.3333331174e-1f,
+};
 inline __m256 ExpPolynomial(__m256 r) {
   namespace c = exp_polynomial;
   const __m256 r2 = _mm256_mul_ps(r, r);
@@ -290,15 +297,10 @@ inline __m256 Log8(__m256 x) {
   const __m256 f = _mm256_sub_ps(m, _mm256_set1_ps(1.0f));
   const __m256 z = _mm256_mul_ps(f, f);
   // log(1 + f) = f - f^2/2 + f^3 P(f) (Cephes logf coefficients).
-  __m256 p = _mm256_set1_ps(7.0376836292e-2f);
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.1514610310e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.1676998740e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.2420140846e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.4249322787e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.6668057665e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.0000714765e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-2.4999993993e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(3.3333331174e-1f));
+  __m256 p = _mm256_set1_ps(internal::kLogPolynomial[0]);
+  for (int i = 1; i < 9; ++i) {
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(internal::kLogPolynomial[i]));
+  }
   __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, z), f);
   y = _mm256_fmadd_ps(exponent, _mm256_set1_ps(-2.12194440e-4f), y);
   y = _mm256_fnmadd_ps(_mm256_set1_ps(0.5f), z, y);
@@ -523,15 +525,11 @@ KINDLING_AVX512 inline __m512 Log16(__m512 x) {
       exponent, _mm512_maskz_mov_ps(above_sqrt2, _mm512_set1_ps(1.0f)));
   const __m512 f = _mm512_sub_ps(m, _mm512_set1_ps(1.0f));
   const __m512 z = _mm512_mul_ps(f, f);
-  __m512 p = _mm512_set1_ps(7.0376836292e-2f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.1514610310e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.1676998740e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.2420140846e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.4249322787e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.6668057665e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.0000714765e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-2.4999993993e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(3.3333331174e-1f));
+  namespace internal = vector_math_internal;
+  __m512 p = _mm512_set1_ps(internal::kLogPolynomial[0]);
+  for (int i = 1; i < 9; ++i) {
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(internal::kLogPolynomial[i]));
+  }
   __m512 y = _mm512_mul_ps(_mm512_mul_ps(p, z), f);
   y = _mm512_fmadd_ps(exponent, _mm512_set1_ps(-2.12194440e-4f), y);
   y = _mm512_fnmadd_ps(_mm512_set1_ps(0.5f), z, y);
