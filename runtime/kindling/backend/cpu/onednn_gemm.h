@@ -4,13 +4,10 @@
 //
 // Measured on the training workloads' shapes, one single-threaded call per
 // slab of Kindling's pool (benches/gemm_bench, AMD EPYC with AVX-512, 2
-// threads), oneDNN's time over OpenBLAS's: 0.71-0.99 on the MLP's forward
-// and gradient products (e.g. the 128 x 256 x 784 forward 0.85, its weight
-// gradient 256 x 784 x 128 0.71), 0.79-0.96 on a char-LM block's (the
-// k = 4096 weight gradients 0.79-0.85). A whole step: the MLP epoch took
-// about 0.70 s against 0.85 s with OpenBLAS alone, the char-LM step 175-186
-// ms against 182-192 ms (benches/train_bench, char_lm_bench, against
-// KINDLING_ONEDNN=0).
+// threads, medians of 3), oneDNN's time over OpenBLAS's: 0.80-0.88 on the
+// MLP's forward and gradient products, 0.76-1.01 on a char-LM block's (the
+// k = 4096 weight gradients 0.76-0.78; the q/k/v projection 1.01, a tie).
+// See docs/performance.md for what it does to whole training steps.
 //
 // A shape goes to oneDNN when both sides of the output are at least
 // kMinSide, its work m * n * k at least kMinWork (below these, thin or small
