@@ -20,8 +20,8 @@
 //
 // Measured on the example CNN at batch 128 (AVX-512, 2 threads), oneDNN's
 // time over Kindling's (benches/conv_bench): conv2 (32 -> 64, 14 x 14)
-// forward 0.72, backward 0.79; conv1 (1 -> 32, 28 x 28) forward 1.75,
-// backward 0.82 with warm operands, but slower within an epoch (see
+// forward 0.77, backward 0.83; conv1 (1 -> 32, 28 x 28) forward 1.22,
+// backward 0.63 with warm operands, but slower within an epoch (see
 // KindlingsKernelIsFaster() in the .cc). A CNN epoch takes 0.91x the time
 // of Kindling's kernels alone (benches/train_bench against
 // KINDLING_ONEDNN=0), the example's 10 epochs 0.94x.
