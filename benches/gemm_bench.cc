@@ -57,11 +57,10 @@ void SlabbedGemm(Library library, const GemmShape& s, const float* a,
   const int64_t ldb = s.transpose_b ? s.k : s.n;
   const bool split_rows = s.m >= s.n;
   const int64_t extent = split_rows ? s.m : s.n;
-  const int64_t slabs = std::min<int64_t>(cpu::MaxThreads(), extent / 16);
+  const int64_t slabs =
+      std::min<int64_t>(cpu::MaxThreads(), extent / cpu::kSlabAlign);
   cpu::ParallelSlabs(slabs, [&](int64_t slab) {
-    const int64_t tiles = (extent + 15) / 16;
-    const int64_t begin = std::min(extent, tiles * slab / slabs * 16);
-    const int64_t end = std::min(extent, tiles * (slab + 1) / slabs * 16);
+    const auto [begin, end] = cpu::GemmSlab(extent, slabs, slab);
     const int64_t m = split_rows ? end - begin : s.m;
     const int64_t n = split_rows ? s.n : end - begin;
     const float* a_part =

@@ -136,13 +136,6 @@ KINDLING_AVX512 __m512 SleefGelu16(__m512 x) {
   const __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(-0.70710678118654752f));
   return _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.5f)), erfc16_sleef(t));
 }
-void SleefComposed8(const void* f, const float* in, float* out, int64_t n) {
-  Apply8(reinterpret_cast<Fn8>(const_cast<void*>(f)), in, out, n);
-}
-KINDLING_AVX512 void SleefComposed16(const void* f, const float* in, float* out,
-                                     int64_t n) {
-  Apply16(reinterpret_cast<Fn16>(const_cast<void*>(f)), in, out, n);
-}
 KINDLING_AVX512_END
 
 // One function's contenders, its double reference and its inputs' range.
@@ -211,18 +204,17 @@ std::vector<MathFunction> Functions() {
     gelu.contenders.push_back({"kindling16", &Kindling16<Gelu16>, nullptr});
   }
   if (exp8_sleef != nullptr) {
-    sigmoid.contenders.push_back({"sleef8_u10", &SleefComposed8,
-                                  reinterpret_cast<void*>(&SleefSigmoid8),
-                                  true});
-    gelu.contenders.push_back({"sleef8_u15", &SleefComposed8,
-                               reinterpret_cast<void*>(&SleefGelu8), true});
+    sigmoid.contenders.push_back(
+        {"sleef8_u10", &Sleef8, reinterpret_cast<void*>(&SleefSigmoid8), true});
+    gelu.contenders.push_back(
+        {"sleef8_u15", &Sleef8, reinterpret_cast<void*>(&SleefGelu8), true});
   }
   if (exp16_sleef != nullptr && avx512) {
-    sigmoid.contenders.push_back({"sleef16_u10", &SleefComposed16,
+    sigmoid.contenders.push_back({"sleef16_u10", &Sleef16,
                                   reinterpret_cast<void*>(&SleefSigmoid16),
                                   true});
-    gelu.contenders.push_back({"sleef16_u15", &SleefComposed16,
-                               reinterpret_cast<void*>(&SleefGelu16), true});
+    gelu.contenders.push_back(
+        {"sleef16_u15", &Sleef16, reinterpret_cast<void*>(&SleefGelu16), true});
   }
   functions.push_back(std::move(sigmoid));
   functions.push_back(std::move(gelu));

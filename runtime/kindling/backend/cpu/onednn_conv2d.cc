@@ -25,11 +25,6 @@ namespace {
 
 using dnnl::memory;
 
-using Mode = OneDnnMode;
-Mode ModeOf() { return GetOneDnnMode(); }
-dnnl::engine& Engine() { return OneDnnEngine(); }
-dnnl::primitive_attr UserScratchpad() { return OneDnnUserScratchpad(); }
-
 memory::desc Any(const memory::dims& dims) {
   return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
 }
@@ -102,21 +97,23 @@ class Port {
        const memory::desc& wanted)
       : direction_(direction), user_(user), wanted_(wanted) {
     if (user == wanted) return;
-    staged_ = memory(wanted, Engine());
+    staged_ = memory(wanted, OneDnnEngine());
     const dnnl::reorder::primitive_desc desc =
         direction == Direction::kIn
-            ? dnnl::reorder::primitive_desc(Engine(), user, Engine(), wanted,
-                                            UserScratchpad())
-            : dnnl::reorder::primitive_desc(Engine(), wanted, Engine(), user,
-                                            UserScratchpad());
+            ? dnnl::reorder::primitive_desc(OneDnnEngine(), user,
+                                            OneDnnEngine(), wanted,
+                                            OneDnnUserScratchpad())
+            : dnnl::reorder::primitive_desc(OneDnnEngine(), wanted,
+                                            OneDnnEngine(), user,
+                                            OneDnnUserScratchpad());
     reorder_ = dnnl::reorder(desc);
-    scratchpad_ = memory(desc.scratchpad_desc(), Engine());
+    scratchpad_ = memory(desc.scratchpad_desc(), OneDnnEngine());
   }
 
   // Prepare() is the memory the primitive reads or writes for the user's
   // `data`: an input is reordered into the port's buffer first.
   memory Prepare(void* data, dnnl::stream& stream) {
-    user_memory_ = memory(user_, Engine(), data);
+    user_memory_ = memory(user_, OneDnnEngine(), data);
     if (!reorder_.has_value()) return user_memory_;
     if (direction_ == Direction::kIn) Reorder(user_memory_, staged_, stream);
     return staged_;
@@ -155,7 +152,7 @@ dnnl::convolution_forward::primitive_desc ForwardDesc(const ConvArgs& args) {
           dnnl::algorithm::convolution_direct, Any(args.src), Any(args.weights),
           args.BiasDesc(), Any(args.dst), args.strides, args.dilates,
           args.pad_l, args.pad_r),
-      UserScratchpad(), Engine());
+      OneDnnUserScratchpad(), OneDnnEngine());
 }
 
 // ForwardPlan: one slab's forward primitive and its ports.
@@ -163,7 +160,7 @@ struct ForwardPlan {
   ForwardPlan(const ConvArgs& args, const memory::desc& user_src)
       : desc(ForwardDesc(args)),
         conv(desc),
-        scratchpad(desc.scratchpad_desc(), Engine()),
+        scratchpad(desc.scratchpad_desc(), OneDnnEngine()),
         src(Port::Direction::kIn, user_src, desc.src_desc()),
         weights(Port::Direction::kIn,
                 Plain(args.weights, memory::format_tag::oihw),
@@ -202,10 +199,10 @@ void AddDataGradient(const ConvArgs& args,
       dnnl::convolution_backward_data::desc(
           dnnl::algorithm::convolution_direct, Any(args.src), Any(args.weights),
           Any(args.dst), args.strides, args.dilates, args.pad_l, args.pad_r),
-      UserScratchpad(), Engine(), forward);
+      OneDnnUserScratchpad(), OneDnnEngine(), forward);
   using Direction = Port::Direction;
   plan.data.emplace(desc);
-  plan.data_scratchpad = memory(desc.scratchpad_desc(), Engine());
+  plan.data_scratchpad = memory(desc.scratchpad_desc(), OneDnnEngine());
   plan.data_diff_dst.emplace(Direction::kIn,
                              Plain(args.dst, memory::format_tag::nchw),
                              desc.diff_dst_desc());
@@ -226,10 +223,10 @@ void AddWeightsGradient(
           dnnl::algorithm::convolution_direct, Any(args.src), Any(args.weights),
           args.BiasDesc(), Any(args.dst), args.strides, args.dilates,
           args.pad_l, args.pad_r),
-      UserScratchpad(), Engine(), forward);
+      OneDnnUserScratchpad(), OneDnnEngine(), forward);
   using Direction = Port::Direction;
   plan.weights.emplace(desc);
-  plan.weights_scratchpad = memory(desc.scratchpad_desc(), Engine());
+  plan.weights_scratchpad = memory(desc.scratchpad_desc(), OneDnnEngine());
   if (!plan.data_diff_dst.has_value() ||
       plan.data_diff_dst->wanted() != desc.diff_dst_desc()) {
     plan.weights_diff_dst.emplace(Direction::kIn,
@@ -342,12 +339,12 @@ float* Sample(const TensorBase& tensor, int64_t n) {
 // this rule (medians of 3, benches/train_bench): the 6 MiB gradient it
 // reorders each step arrives cold.
 bool KindlingsKernelIsFaster(const Shape& input) {
-  return ModeOf() != Mode::kAll && input[1] == 1;
+  return GetOneDnnMode() != OneDnnMode::kAll && input[1] == 1;
 }
 
 }  // namespace
 
-bool OneDnnEnabled() { return ModeOf() != Mode::kOff; }
+bool OneDnnEnabled() { return GetOneDnnMode() != OneDnnMode::kOff; }
 
 bool OneDnnConv2d(const TensorBase& out, const TensorBase& input,
                   const TensorBase& weight, const TensorBase& bias,
@@ -376,7 +373,7 @@ bool OneDnnConv2d(const TensorBase& out, const TensorBase& input,
   RunSlabs(slabs, [&](int64_t s) {
     ForwardPlan& plan = *plans[s];
     const Slab slab = SlabOf(batch, slabs, s);
-    dnnl::stream stream(Engine());
+    dnnl::stream stream(OneDnnEngine());
     std::unordered_map<int, memory> arguments = {
         {DNNL_ARG_SRC, plan.src.Prepare(Sample(input, slab.begin), stream)},
         {DNNL_ARG_WEIGHTS,
@@ -385,7 +382,7 @@ bool OneDnnConv2d(const TensorBase& out, const TensorBase& input,
         {DNNL_ARG_SCRATCHPAD, plan.scratchpad}};
     if (plan.has_bias) {
       arguments[DNNL_ARG_BIAS] =
-          memory(plan.desc.bias_desc(), Engine(), bias.data_as<float>());
+          memory(plan.desc.bias_desc(), OneDnnEngine(), bias.data_as<float>());
     }
     plan.conv.execute(stream, arguments);
     plan.dst.Finish(stream);
@@ -443,7 +440,7 @@ bool OneDnnConv2dBackward(const TensorBase& input_grad,
   RunSlabs(slabs, [&](int64_t s) {
     BackwardPlan& plan = *plans[s];
     const Slab slab = SlabOf(batch, slabs, s);
-    dnnl::stream stream(Engine());
+    dnnl::stream stream(OneDnnEngine());
     float* slab_grad = Sample(grad, slab.begin);
     memory diff_dst;  // the incoming gradient in the data primitive's layout
     if (wants_input) {
@@ -473,7 +470,7 @@ bool OneDnnConv2dBackward(const TensorBase& input_grad,
         arguments[DNNL_ARG_DIFF_BIAS] =
             memory(Plain({static_cast<int64_t>(plan.bias_partial.size())},
                          memory::format_tag::x),
-                   Engine(), plan.bias_partial.data());
+                   OneDnnEngine(), plan.bias_partial.data());
       }
       plan.weights->execute(stream, arguments);
       plan.weights_diff_weights->Finish(stream);
