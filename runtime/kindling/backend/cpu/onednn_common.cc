@@ -1,7 +1,11 @@
 #include "kindling/backend/cpu/onednn_common.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace kindling::cpu {
 
@@ -28,6 +32,37 @@ dnnl::primitive_attr OneDnnUserScratchpad() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
+}
+
+namespace {
+
+// AsynchronousSignals() is every signal but the ones a thread's own fault
+// raises (and SIGKILL and SIGSTOP, which cannot be blocked anyway).
+const sigset_t& AsynchronousSignals() {
+  static const sigset_t set = [] {
+    sigset_t all;
+    sigfillset(&all);
+    for (const int fault :
+         {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT}) {
+      sigdelset(&all, fault);
+    }
+    return all;
+  }();
+  return set;
+}
+
+}  // namespace
+
+SignalsDeferred::SignalsDeferred() {
+  pthread_sigmask(SIG_BLOCK, &AsynchronousSignals(), &previous_);
+}
+
+SignalsDeferred::~SignalsDeferred() {
+  pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+}
+
+bool UsesGeneratedSgemm(const dnnl::primitive_desc_base& desc) {
+  return std::string_view(desc.impl_info_str()).starts_with("gemm");
 }
 
 }  // namespace kindling::cpu

@@ -1,8 +1,11 @@
 // What Kindling's oneDNN paths (onednn_conv2d.h, onednn_gemm.h) share: the
-// KINDLING_ONEDNN switch, the CPU engine, and primitive attributes that keep
-// oneDNN's scratch memory with the caller.
+// KINDLING_ONEDNN switch, the CPU engine, primitive attributes that keep
+// oneDNN's scratch memory with the caller, and the signal guard its
+// generated sgemm needs.
 #ifndef KINDLING_BACKEND_CPU_ONEDNN_COMMON_H_
 #define KINDLING_BACKEND_CPU_ONEDNN_COMMON_H_
+
+#include <signal.h>
 
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -22,6 +25,33 @@ dnnl::engine& OneDnnEngine();
 // every primitive takes its scratch memory from its caller, so primitives
 // running at once on different threads never share oneDNN's.
 dnnl::primitive_attr OneDnnUserScratchpad();
+
+// SignalsDeferred: while one lives, the calling thread takes no
+// asynchronous signal (SIGTERM, SIGINT, SIGUSR1, a profiler's SIGPROF, ...):
+// a signal sent to the process goes to another thread, one sent to this
+// thread waits until the guard ends. oneDNN 2.6's generated sgemm kernels
+// (its "gemm:jit" matmul, and the convolutions built on that sgemm) point
+// the stack pointer into their heap workspace while they run, so a handler
+// run there writes its frame into the heap (oneDNN issue #4845, fixed
+// upstream after 3.11): a quickstart stopped by SIGTERM crashed in free()
+// about every other time (onednn_signal_test reproduces it). Synchronous
+// signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT) stay
+// unblocked so a fault still reports. Costs two pthread_sigmask calls.
+class SignalsDeferred {
+ public:
+  SignalsDeferred();
+  ~SignalsDeferred();
+  SignalsDeferred(const SignalsDeferred&) = delete;
+  SignalsDeferred& operator=(const SignalsDeferred&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
+// UsesGeneratedSgemm() is whether a primitive runs oneDNN's generated sgemm
+// (its implementation name starts with "gemm"), so must run under
+// SignalsDeferred.
+bool UsesGeneratedSgemm(const dnnl::primitive_desc_base& desc);
 
 }  // namespace kindling::cpu
 

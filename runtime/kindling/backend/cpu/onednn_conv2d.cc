@@ -373,6 +373,8 @@ bool OneDnnConv2d(const TensorBase& out, const TensorBase& input,
   RunSlabs(slabs, [&](int64_t s) {
     ForwardPlan& plan = *plans[s];
     const Slab slab = SlabOf(batch, slabs, s);
+    // Some convolutions run on oneDNN's generated sgemm (onednn_common.h).
+    const SignalsDeferred signals_deferred;
     dnnl::stream stream(OneDnnEngine());
     std::unordered_map<int, memory> arguments = {
         {DNNL_ARG_SRC, plan.src.Prepare(Sample(input, slab.begin), stream)},
@@ -440,6 +442,7 @@ bool OneDnnConv2dBackward(const TensorBase& input_grad,
   RunSlabs(slabs, [&](int64_t s) {
     BackwardPlan& plan = *plans[s];
     const Slab slab = SlabOf(batch, slabs, s);
+    const SignalsDeferred signals_deferred;  // as in the forward
     dnnl::stream stream(OneDnnEngine());
     float* slab_grad = Sample(grad, slab.begin);
     memory diff_dst;  // the incoming gradient in the data primitive's layout

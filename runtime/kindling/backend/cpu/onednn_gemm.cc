@@ -48,6 +48,9 @@ struct GemmKeyHash {
 struct GemmPlan {
   dnnl::matmul matmul;
   memory a, b, c, scratchpad;
+  // defer_signals: the primitive runs oneDNN's generated sgemm, which must
+  // not take a signal (onednn_common.h's SignalsDeferred).
+  bool defer_signals = false;
 };
 
 // PlanEntry: what this thread knows of a shape.
@@ -92,6 +95,7 @@ std::unique_ptr<GemmPlan> BuildPlan(const GemmKey& key) {
   plan->b = memory(b, OneDnnEngine(), DNNL_MEMORY_NONE);
   plan->c = memory(c, OneDnnEngine(), DNNL_MEMORY_NONE);
   plan->scratchpad = memory(desc.scratchpad_desc(), OneDnnEngine());
+  plan->defer_signals = UsesGeneratedSgemm(desc);
   return plan;
 }
 
@@ -134,6 +138,8 @@ bool OneDnnSgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
   plan->c.set_data_handle(c);
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);  // this thread's OpenMP setting only
+  std::optional<SignalsDeferred> signals_deferred;
+  if (plan->defer_signals) signals_deferred.emplace();
   plan->matmul.execute(*plans.stream,
                        {{DNNL_ARG_SRC, plan->a},
                         {DNNL_ARG_WEIGHTS, plan->b},
