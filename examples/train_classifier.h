@@ -29,6 +29,7 @@
 #include "examples/train_flags.h"
 #include "kindling/data/data_loader.h"
 #include "kindling/data/mnist.h"
+#include "kindling/distributed/rank_device.h"
 #include "kindling/module/initializer.h"
 #include "kindling/optim/optimizer.h"
 #include "kindling/tensor/backend.h"
@@ -41,13 +42,17 @@
 
 namespace examples {
 
-// DeviceFromFlag() is --device parsed, or an error that says what to do: a
-// spelling Device::Parse() rejects, or a device whose backend this binary
-// was built without (the CUDA backend links only under --config=cuda).
+// DeviceFromFlag() is --device parsed for this rank of `job` (a bare
+// "cuda" is cuda:LOCAL_RANK, see distributed/rank_device.h), or an error that
+// says what to do: a spelling Device::Parse() rejects, a device whose backend
+// this binary was built without (the CUDA backend links only under
+// --config=cuda), or one other than the GPU the job's NCCL communicator
+// reduces on.
 inline absl::StatusOr<kindling::Device> DeviceFromFlag(
-    const std::string& program) {
+    const std::string& program, const Job& job) {
   const std::string text = absl::GetFlag(FLAGS_device);
-  absl::StatusOr<kindling::Device> device = kindling::Device::Parse(text);
+  absl::StatusOr<kindling::Device> device =
+      kindling::distributed::RankDevice(text, job.launch);
   if (!device.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--device: ", device.status().message()));
@@ -60,6 +65,15 @@ inline absl::StatusOr<kindling::Device> DeviceFromFlag(
                      "; build it with --config=cuda (tools/bazel run "
                      "--config=cuda //examples:",
                      program, " -- --device=", text, ")"));
+  }
+  const kindling::Device reduces_on = job.communicator->device();
+  if (!reduces_on.is_cpu() && *device != reduces_on) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device=", text, ": rank ", job.rank(), "'s ",
+                     job.communicator->backend(), " communicator reduces on ",
+                     reduces_on.ToString(),
+                     ", so the model must live there (--device=cuda "
+                     "picks it)"));
   }
   return *device;
 }
@@ -84,7 +98,7 @@ int TrainClassifier(
         name.c_str(), static_cast<long long>(batch_size), job.world_size());
     return 2;
   }
-  const absl::StatusOr<kindling::Device> device = DeviceFromFlag(name);
+  const absl::StatusOr<kindling::Device> device = DeviceFromFlag(name, job);
   if (!device.ok()) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(),
                  std::string(device.status().message()).c_str());

@@ -22,7 +22,8 @@ ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
           "dataset-fashion-mnist puts them in the default)");
 ABSL_FLAG(std::string, device, "cpu",
           "where the model, its batches and training live: cpu, cuda or "
-          "cuda:N (cuda needs a build with --config=cuda)");
+          "cuda:N (cuda needs a build with --config=cuda; under N ranks a "
+          "bare cuda is each rank's cuda:LOCAL_RANK)");
 ABSL_FLAG(int, nproc, 1,
           "data-parallel ranks to start on this machine (as kindling-launch "
           "does); a process started as a rank (RANK/WORLD_SIZE/MASTER_* or "

@@ -2,7 +2,7 @@
 # run_on_gpu.sh — runs Kindling's GPU bundle (made by tools/gpu_bundle) on the
 # machine it is unpacked on, and writes what happened under --out.
 #
-#   ./run_on_gpu.sh [--out DIR] [--steps env,tests,sanitizer,benches,kernels,examples]
+#   ./run_on_gpu.sh [--out DIR] [--steps env,tests,sanitizer,benches,kernels,examples,cpu]
 #                   [--cpu-smoke] [--timeout SECONDS]
 #
 # Steps (default: env,tests):
@@ -17,7 +17,9 @@
 #   benches    cuda_kernels_bench, device_load_bench, train_bench's device
 #              epochs (JSON); a benchmark that reports an error fails;
 #   kernels    cuda_kernels_bench alone (about a minute: for a kernel change);
-#   examples   quickstart and cnn on cuda:0 (the bundle's Fashion-MNIST subset).
+#   examples   quickstart and cnn on cuda:0 (the bundle's Fashion-MNIST subset);
+#   cpu        train_bench's CPU epochs (MLP, CNN) against the FLOP limit,
+#              pinned to cores 0 and 1 of this quiet machine, no peers.
 # Each command has its own timeout (--timeout, default 480 s), so one hang
 # cannot use up a device call.
 #
@@ -397,15 +399,21 @@ peer_python() {
   echo /usr/bin/python3
 }
 
-# run_bench NAME ARGS...: one bench binary with JSON output.
+# run_bench NAME ARGS...: one bench binary with JSON output. With
+# bench_cores set (a taskset list), the bench runs on those cores only and
+# its results are named NAME.cores.
 run_bench() {
   local name=$1
   shift
-  local json=$LOGS/$name.json rc=0
+  local result=$name${bench_cores:+.cores}
+  local json=$LOGS/$result.json rc=0
+  local -a pin=()
+  [[ -n ${bench_cores:-} ]] && pin=(taskset -c "$bench_cores")
   (cd "$BUNDLE" && KINDLING_REQUIRE_GPU=$required_gpus \
     KINDLING_TRAIN_BENCH_DATA=$BUNDLE/data KINDLING_PEER_PYTHON=$(peer_python) \
-    run_timed "$LOGS/$name.log" "$BUNDLE/bin/$name" "$@" \
+    run_timed "$LOGS/$result.log" "${pin[@]}" "$BUNDLE/bin/$name" "$@" \
     --benchmark_out="$json" --benchmark_out_format=json) || rc=$?
+  name=$result
   if ((rc != 0)); then
     check "$name" FAIL "exit code $rc: $(tail -n 2 "$LOGS/$name.log" | tr '\n' ' ')"
   elif grep -q '"error_occurred": true' "$json" 2>/dev/null; then
@@ -435,6 +443,20 @@ run_benches() {
     --benchmark_report_aggregates_only=true
   KINDLING_TRAIN_BENCH_SAMPLES=20000 run_bench train_bench \
     --benchmark_filter=Device --benchmark_repetitions=3
+}
+
+# The CPU training epochs against the machine's FLOP limit (train_bench's
+# ratio_vs_flop_limit), on two cores of a machine nobody else is using: the
+# 2-core machines Kindling is built on are shared and noisy. No peers; the
+# bundle's 20000 training images.
+run_cpu_epochs() {
+  if ((cpu_smoke)); then
+    check "train_bench CPU epochs" SKIP "not in --cpu-smoke (no quiet cores)"
+    return
+  fi
+  bench_cores=0,1 KINDLING_TRAIN_BENCH_NO_PEER=1 \
+    KINDLING_TRAIN_BENCH_SAMPLES=20000 run_bench train_bench \
+    --benchmark_filter='BM_TrainEpoch(Mlp|Cnn)' --benchmark_repetitions=5
 }
 
 run_examples() {
@@ -471,6 +493,7 @@ elif wants_step kernels && ! ((cpu_smoke)); then
   run_kernels_bench
 fi
 wants_step examples && run_examples
+wants_step cpu && run_cpu_epochs
 
 tar -C "$LOGS" -czf "$out/results.tar.gz" . 2>/dev/null
 rm -rf "$LOGS" "$SCRATCH" "${minimal_libs:-/nonexistent}"
