@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "kindling/backend/cpu/onednn_common.h"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -19,8 +21,7 @@ using dnnl::memory;
 
 constexpr int64_t kMinSide = 16;
 constexpr int64_t kMinWork = int64_t{1} << 15;
-constexpr int kSightingsBeforeBuild = 2;
-constexpr size_t kMaxPlansPerThread = 256;
+constexpr size_t kMaxShapes = 256;
 
 struct GemmKey {
   int64_t m, n, k, lda, ldb, ldc;
@@ -53,10 +54,9 @@ struct GemmPlan {
   bool defer_signals = false;
 };
 
-// PlanEntry: what this thread knows of a shape.
+// PlanEntry: a thread's plan for a shape, or null where oneDNN could not
+// build it (OpenBLAS from then on).
 struct PlanEntry {
-  int sightings = 0;
-  bool refused = false;  // oneDNN could not build it: OpenBLAS from now on
   std::unique_ptr<GemmPlan> plan;
 };
 
@@ -68,6 +68,21 @@ struct ThreadPlans {
 ThreadPlans& PlansOfThisThread() {
   thread_local ThreadPlans plans;
   return plans;
+}
+
+// Admitted() is whether `key` is one of the first kMaxShapes shapes the
+// process offered oneDNN. Deciding by the shape alone, the same on every
+// thread, keeps training deterministic: which pool thread computes a slab
+// changes from run to run, and a per-thread rule sent the same slab to
+// OpenBLAS in one run and to oneDNN in the next, changing the rounding.
+bool Admitted(const GemmKey& key) {
+  static std::mutex mutex;
+  static auto* shapes = new std::unordered_set<GemmKey, GemmKeyHash>;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (shapes->contains(key)) return true;
+  if (shapes->size() >= kMaxShapes) return false;
+  shapes->insert(key);
+  return true;
 }
 
 // Matrix() describes a rows x cols operand of a row-major buffer with
@@ -99,22 +114,18 @@ std::unique_ptr<GemmPlan> BuildPlan(const GemmKey& key) {
   return plan;
 }
 
-// PlanFor() is the thread's plan for `key`, built on the shape's
-// kSightingsBeforeBuild-th call, or null while OpenBLAS should run it.
+// PlanFor() is the thread's plan for `key`, built on the thread's first
+// call of an admitted shape, or null where OpenBLAS runs it.
 GemmPlan* PlanFor(ThreadPlans& plans, const GemmKey& key) {
-  if (plans.entries.size() >= kMaxPlansPerThread &&
-      !plans.entries.contains(key)) {
-    plans.entries.clear();
+  if (auto it = plans.entries.find(key); it != plans.entries.end()) {
+    return it->second.plan.get();
   }
+  if (!Admitted(key)) return nullptr;  // not remembered: the set is full
   PlanEntry& entry = plans.entries[key];
-  if (entry.plan != nullptr) return entry.plan.get();
-  if (entry.refused || ++entry.sightings < kSightingsBeforeBuild) {
-    return nullptr;
-  }
   try {
     entry.plan = BuildPlan(key);
   } catch (const dnnl::error&) {
-    entry.refused = true;
+    // Refused: the same on every thread, so still one library per shape.
   }
   return entry.plan.get();
 }

@@ -10,13 +10,16 @@
 // See docs/performance.md for what it does to whole training steps.
 //
 // A shape goes to oneDNN when both sides of the output are at least
-// kMinSide, its work m * n * k at least kMinWork (below these, thin or small
-// products, oneDNN's fixed cost per call is not paid back), and this thread
-// has met it before (kSightingsBeforeBuild: building a primitive takes
-// 60-300 us, more than a one-off product saves); primitives, with their memory
-// objects and scratchpads, are kept per thread (at most kMaxPlansPerThread,
-// then dropped and rebuilt on demand). oneDNN runs with one OpenMP thread, as
-// the convolutions do (onednn_conv2d.h): the pool owns the cores.
+// kMinSide and its work m * n * k at least kMinWork (below these, thin or
+// small products, oneDNN's fixed cost per call is not paid back), and it is
+// one of the first kMaxShapes shapes the process offered oneDNN (beyond
+// them, OpenBLAS). The choice depends on the shape alone, never on which
+// thread runs a slab, so a training run rounds the same way every time.
+// Each thread builds its own primitive for a shape on first use (60-300 us)
+// and keeps it, with its memory objects and scratchpad. oneDNN runs with one
+// OpenMP thread, as the convolutions do (onednn_conv2d.h): the pool owns the
+// cores, and with asynchronous signals deferred where its generated sgemm
+// runs (onednn_common.h's SignalsDeferred).
 // KINDLING_ONEDNN=0 turns the path off.
 #ifndef KINDLING_BACKEND_CPU_ONEDNN_GEMM_H_
 #define KINDLING_BACKEND_CPU_ONEDNN_GEMM_H_
