@@ -23,7 +23,8 @@
 //   //examples:cnn taskset -c 0,1 bazel-bin/benches/data_parallel_bench
 //       --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 //
-// KINDLING_DP_BENCH_STEPS=N stops each run after N steps (the smoke test).
+// KINDLING_DP_BENCH_STEPS=N stops each run after N steps (the smoke test);
+// KINDLING_DP_BENCH_DATA=DIR reads Fashion-MNIST from DIR.
 #include <unistd.h>
 
 #include <array>
@@ -40,15 +41,17 @@
 
 namespace {
 
-// ExamplePath() finds an example binary beside this one (bazel-bin) or in
-// this binary's runfiles.
+// ExamplePath() finds an example binary in this binary's runfiles, in
+// bazel-bin's examples/ beside benches/, or in this binary's own directory
+// (the GPU bundle's bin/).
 std::string ExamplePath(const std::string& name) {
   char self[4096] = {};
   const ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
   const std::string me(self, length > 0 ? length : 0);
   for (const std::string& candidate :
        {me + ".runfiles/kindling/examples/" + name,
-        me.substr(0, me.rfind("/benches/")) + "/examples/" + name}) {
+        me.substr(0, me.rfind("/benches/")) + "/examples/" + name,
+        me.substr(0, me.rfind('/')) + "/" + name}) {
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return "";
@@ -109,6 +112,9 @@ void BM_Epoch(benchmark::State& state, const std::string& example,
       example);
   if (const char* steps = std::getenv("KINDLING_DP_BENCH_STEPS")) {
     absl::StrAppend(&common, " --max_steps=", steps);
+  }
+  if (const char* data = std::getenv("KINDLING_DP_BENCH_DATA")) {
+    absl::StrAppend(&common, " --data_dir=", data);
   }
   const std::string parallel =
       backend == "mpi"

@@ -20,8 +20,9 @@ struct GemmRate {
 
 // BestGemmRate() measures each library's 1024^3 f32 GEMM (OpenBLAS's
 // cblas_sgemm, oneDNN's matmul; the median of 5 calls after a warm-up) at
-// kindling::cpu::MaxThreads() threads and returns the fastest. About half a
-// second.
+// kindling::cpu::MaxThreads() threads, three times each, alternating, with
+// a pause before each so the other library's idle threads have stopped
+// spinning, and returns the fastest. About two seconds.
 GemmRate BestGemmRate();
 
 // ReportFlopLimit() sets `state`'s counters for a workload of `flops` that

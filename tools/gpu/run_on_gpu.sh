@@ -19,7 +19,8 @@
 #   kernels    cuda_kernels_bench alone (about a minute: for a kernel change);
 #   examples   quickstart and cnn on cuda:0 (the bundle's Fashion-MNIST subset);
 #   cpu        train_bench's CPU epochs (MLP, CNN) against the FLOP limit,
-#              pinned to cores 0 and 1 of this quiet machine, no peers.
+#              pinned to cores 0 and 1 of this quiet machine, no peers; and
+#              data_parallel_bench over Gloo on cores 0-1 and 0-3.
 # Each command has its own timeout (--timeout, default 480 s), so one hang
 # cannot use up a device call.
 #
@@ -401,11 +402,11 @@ peer_python() {
 
 # run_bench NAME ARGS...: one bench binary with JSON output. With
 # bench_cores set (a taskset list), the bench runs on those cores only and
-# its results are named NAME.cores.
+# its results are named NAME.coresLIST.
 run_bench() {
   local name=$1
   shift
-  local result=$name${bench_cores:+.cores}
+  local result=$name${bench_cores:+.cores$bench_cores}
   local json=$LOGS/$result.json rc=0
   local -a pin=()
   [[ -n ${bench_cores:-} ]] && pin=(taskset -c "$bench_cores")
@@ -457,6 +458,15 @@ run_cpu_epochs() {
   bench_cores=0,1 KINDLING_TRAIN_BENCH_NO_PEER=1 \
     KINDLING_TRAIN_BENCH_SAMPLES=20000 run_bench train_bench \
     --benchmark_filter='BM_TrainEpoch(Mlp|Cnn)' --benchmark_repetitions=5
+  # Data parallel over Gloo (no mpirun here): 2 ranks x 1 thread against
+  # 1 process x 2 threads, on 2 cores (no core spare: the all-reduce runs
+  # inline) and on 4 (a spare core: it overlaps backward).
+  local cores
+  for cores in 0,1 0-3; do
+    bench_cores=$cores KINDLING_DP_BENCH_DATA=$BUNDLE/data \
+      run_bench data_parallel_bench --benchmark_filter=gloo \
+      --benchmark_repetitions=3
+  done
 }
 
 run_examples() {
