@@ -24,7 +24,8 @@
 //       --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 //
 // KINDLING_DP_BENCH_STEPS=N stops each run after N steps (the smoke test);
-// KINDLING_DP_BENCH_DATA=DIR reads Fashion-MNIST from DIR.
+// KINDLING_DP_BENCH_DATA=DIR reads Fashion-MNIST from DIR;
+// KINDLING_DP_BENCH_FLAGS adds flags to every run (--bucket_kib=256).
 #include <unistd.h>
 
 #include <array>
@@ -115,6 +116,9 @@ void BM_Epoch(benchmark::State& state, const std::string& example,
   }
   if (const char* data = std::getenv("KINDLING_DP_BENCH_DATA")) {
     absl::StrAppend(&common, " --data_dir=", data);
+  }
+  if (const char* flags = std::getenv("KINDLING_DP_BENCH_FLAGS")) {
+    absl::StrAppend(&common, " ", flags);
   }
   const std::string parallel =
       backend == "mpi"

@@ -92,6 +92,12 @@ int TrainClassifier(
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   const int64_t batch_size = absl::GetFlag(FLAGS_batch_size);
+  if (absl::GetFlag(FLAGS_bucket_kib) < 1) {
+    std::fprintf(stderr, "%s: --bucket_kib=%lld must be at least 1\n",
+                 name.c_str(),
+                 static_cast<long long>(absl::GetFlag(FLAGS_bucket_kib)));
+    return 2;
+  }
   if (batch_size % job.world_size() != 0) {
     std::fprintf(
         stderr, "%s: --batch_size=%lld is not a multiple of the %d ranks\n",
@@ -157,7 +163,9 @@ int TrainClassifier(
        .out_dir = out_dir,
        .resume = absl::GetFlag(FLAGS_resume),
        .dropout_seed = seed,
-       .communicator = job.trainer_communicator()});
+       .communicator = job.trainer_communicator(),
+       .gradient_sync = {.bucket_bytes = absl::GetFlag(FLAGS_bucket_kib)
+                                         << 10}});
   absl::StatusOr<train::TrainReport> report = trainer.Run();
   if (!report.ok()) {
     std::fprintf(stderr, "training failed: %s\n",

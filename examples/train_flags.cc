@@ -31,5 +31,8 @@ ABSL_FLAG(int, nproc, 1,
 ABSL_FLAG(std::string, backend, "auto",
           "data-parallel engine: auto (MPI under mpirun, else Gloo), gloo, "
           "mpi, or nccl (GPU memory; a --config=cuda build)");
+ABSL_FLAG(int64_t, bucket_kib, 25 * 1024,
+          "data parallel: KiB of gradients per all-reduce bucket (a bucket "
+          "is sent, overlapping backward where a core is spare, once full)");
 ABSL_FLAG(double, dist_timeout_s, 300,
           "seconds a collective may wait for the other ranks before failing");

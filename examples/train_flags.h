@@ -1,6 +1,6 @@
 // The command-line flags the training examples share (train_flags.cc):
 //   --epochs --batch_size --lr --out_dir --threads --seed --resume --max_steps
-//   --device --nproc --backend --dist_timeout_s
+//   --device --nproc --backend --bucket_kib --dist_timeout_s
 #ifndef KINDLING_EXAMPLES_TRAIN_FLAGS_H_
 #define KINDLING_EXAMPLES_TRAIN_FLAGS_H_
 
@@ -21,6 +21,7 @@ ABSL_DECLARE_FLAG(std::string, data_dir);
 ABSL_DECLARE_FLAG(std::string, device);
 ABSL_DECLARE_FLAG(int, nproc);
 ABSL_DECLARE_FLAG(std::string, backend);
+ABSL_DECLARE_FLAG(int64_t, bucket_kib);
 ABSL_DECLARE_FLAG(double, dist_timeout_s);
 
 #endif  // KINDLING_EXAMPLES_TRAIN_FLAGS_H_

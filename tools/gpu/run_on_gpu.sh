@@ -2,7 +2,7 @@
 # run_on_gpu.sh — runs Kindling's GPU bundle (made by tools/gpu_bundle) on the
 # machine it is unpacked on, and writes what happened under --out.
 #
-#   ./run_on_gpu.sh [--out DIR] [--steps env,tests,sanitizer,benches,kernels,examples,cpu]
+#   ./run_on_gpu.sh [--out DIR] [--steps env,tests,sanitizer,benches,kernels,examples,cpu,dp]
 #                   [--cpu-smoke] [--timeout SECONDS]
 #
 # Steps (default: env,tests):
@@ -19,8 +19,9 @@
 #   kernels    cuda_kernels_bench alone (about a minute: for a kernel change);
 #   examples   quickstart and cnn on cuda:0 (the bundle's Fashion-MNIST subset);
 #   cpu        train_bench's CPU epochs (MLP, CNN) against the FLOP limit,
-#              pinned to cores 0 and 1 of this quiet machine, no peers; and
-#              data_parallel_bench over Gloo on cores 0-1 and 0-3.
+#              pinned to cores 0 and 1 of this quiet machine, no peers;
+#   dp         data_parallel_bench over Gloo on cores 0-1 and 0-3, and on
+#              0-3 with 256 KiB buckets.
 # Each command has its own timeout (--timeout, default 480 s), so one hang
 # cannot use up a device call.
 #
@@ -402,11 +403,11 @@ peer_python() {
 
 # run_bench NAME ARGS...: one bench binary with JSON output. With
 # bench_cores set (a taskset list), the bench runs on those cores only and
-# its results are named NAME.coresLIST.
+# its results are named NAME.coresLIST (plus .TAG with bench_tag set).
 run_bench() {
   local name=$1
   shift
-  local result=$name${bench_cores:+.cores$bench_cores}
+  local result=$name${bench_cores:+.cores$bench_cores}${bench_tag:+.$bench_tag}
   local json=$LOGS/$result.json rc=0
   local -a pin=()
   [[ -n ${bench_cores:-} ]] && pin=(taskset -c "$bench_cores")
@@ -458,15 +459,26 @@ run_cpu_epochs() {
   bench_cores=0,1 KINDLING_TRAIN_BENCH_NO_PEER=1 \
     KINDLING_TRAIN_BENCH_SAMPLES=20000 run_bench train_bench \
     --benchmark_filter='BM_TrainEpoch(Mlp|Cnn)' --benchmark_repetitions=5
-  # Data parallel over Gloo (no mpirun here): 2 ranks x 1 thread against
-  # 1 process x 2 threads, on 2 cores (no core spare: the all-reduce runs
-  # inline) and on 4 (a spare core: it overlaps backward).
+}
+
+# Data parallel over Gloo (no mpirun here): 2 ranks x 1 thread against 1
+# process x 2 threads, on 2 cores (none spare: the all-reduce runs inline)
+# and on 4 (a spare core: it runs on its own thread), then on 4 with 256 KiB
+# buckets, so that the last layers' gradients go while backward goes on.
+run_data_parallel() {
+  if ((cpu_smoke)); then
+    check "data_parallel_bench" SKIP "not in --cpu-smoke (no quiet cores)"
+    return
+  fi
   local cores
   for cores in 0,1 0-3; do
     bench_cores=$cores KINDLING_DP_BENCH_DATA=$BUNDLE/data \
       run_bench data_parallel_bench --benchmark_filter=gloo \
       --benchmark_repetitions=3
   done
+  bench_cores=0-3 bench_tag=bucket256 KINDLING_DP_BENCH_DATA=$BUNDLE/data \
+    KINDLING_DP_BENCH_FLAGS=--bucket_kib=256 run_bench data_parallel_bench \
+    --benchmark_filter=gloo --benchmark_repetitions=3
 }
 
 run_examples() {
@@ -504,6 +516,7 @@ elif wants_step kernels && ! ((cpu_smoke)); then
 fi
 wants_step examples && run_examples
 wants_step cpu && run_cpu_epochs
+wants_step dp && run_data_parallel
 
 tar -C "$LOGS" -czf "$out/results.tar.gz" . 2>/dev/null
 rm -rf "$LOGS" "$SCRATCH" "${minimal_libs:-/nonexistent}"
