@@ -335,9 +335,10 @@ float* Sample(const TensorBase& tensor, int64_t n) {
 // 28 x 28, batch 128; AVX-512, 2 threads) oneDNN took 1.38-1.75x Kindling's
 // time forward (benches/conv_bench); backward it took 0.70-0.84x there, with
 // the operands warm in cache, but a whole CNN epoch with conv1 through oneDNN
-// in both directions (KINDLING_ONEDNN=all) took 16.6 s against 14.8 s with
-// this rule (medians of 3, benches/train_bench): the 6 MiB gradient it
-// reorders each step arrives cold.
+// in both directions (KINDLING_ONEDNN=all) took 13.9-14.1 s against
+// 12.8-13.1 s with this rule (benches/train_bench, no peers, two runs of each
+// alternating, medians of 2; the matrix products on oneDNN in both): the
+// 6 MiB gradient it reorders each step arrives cold.
 bool KindlingsKernelIsFaster(const Shape& input) {
   return GetOneDnnMode() != OneDnnMode::kAll && input[1] == 1;
 }
