@@ -92,8 +92,9 @@ int TrainClassifier(
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   const int64_t batch_size = absl::GetFlag(FLAGS_batch_size);
-  if (absl::GetFlag(FLAGS_bucket_kib) < 1) {
-    std::fprintf(stderr, "%s: --bucket_kib=%lld must be at least 1\n",
+  if (absl::GetFlag(FLAGS_bucket_kib) < 1 ||
+      absl::GetFlag(FLAGS_bucket_kib) > (int64_t{1} << 30)) {
+    std::fprintf(stderr, "%s: --bucket_kib=%lld is not in [1, 2^30]\n",
                  name.c_str(),
                  static_cast<long long>(absl::GetFlag(FLAGS_bucket_kib)));
     return 2;
