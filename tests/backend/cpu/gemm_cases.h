@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "kindling/backend/cpu/onednn_gemm.h"
 
-namespace kindling::cpu::gemm_cases {
+namespace kindling::cpu {
 
 struct Case {
   bool transpose_a, transpose_b;
@@ -87,6 +87,6 @@ inline void ExpectProduct(const Case& t, const Operands& o,
   }
 }
 
-}  // namespace kindling::cpu::gemm_cases
+}  // namespace kindling::cpu
 
 #endif  // KINDLING_TESTS_BACKEND_CPU_GEMM_CASES_H_

@@ -16,13 +16,6 @@
 namespace kindling::cpu {
 namespace {
 
-using gemm_cases::Case;
-using gemm_cases::Expected;
-using gemm_cases::ExpectProduct;
-using gemm_cases::MakeOperands;
-using gemm_cases::Operands;
-using gemm_cases::RunOneDnn;
-
 TEST(OneDnnGemmBoundTest, PastTheBoundOnShapesOpenBlasTakesOver) {
   // More shapes than the process keeps plans for: once the bound is met,
   // new shapes stay with OpenBLAS (declined, c untouched) while admitted

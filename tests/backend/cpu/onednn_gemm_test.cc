@@ -21,13 +21,6 @@
 namespace kindling::cpu {
 namespace {
 
-using gemm_cases::Case;
-using gemm_cases::Expected;
-using gemm_cases::ExpectProduct;
-using gemm_cases::MakeOperands;
-using gemm_cases::Operands;
-using gemm_cases::RunOneDnn;
-
 class OneDnnGemmTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(OneDnnGemmTest, MatchesTheReference) {

@@ -54,14 +54,10 @@ struct GemmPlan {
   bool defer_signals = false;
 };
 
-// PlanEntry: a thread's plan for a shape, or null where oneDNN could not
-// build it (OpenBLAS from then on).
-struct PlanEntry {
-  std::unique_ptr<GemmPlan> plan;
-};
-
+// ThreadPlans: this thread's plan for each shape it has run, null where
+// oneDNN could not build one (OpenBLAS from then on).
 struct ThreadPlans {
-  std::unordered_map<GemmKey, PlanEntry, GemmKeyHash> entries;
+  std::unordered_map<GemmKey, std::unique_ptr<GemmPlan>, GemmKeyHash> by_shape;
   std::optional<dnnl::stream> stream;
 };
 
@@ -117,17 +113,17 @@ std::unique_ptr<GemmPlan> BuildPlan(const GemmKey& key) {
 // PlanFor() is the thread's plan for `key`, built on the thread's first
 // call of an admitted shape, or null where OpenBLAS runs it.
 GemmPlan* PlanFor(ThreadPlans& plans, const GemmKey& key) {
-  if (auto it = plans.entries.find(key); it != plans.entries.end()) {
-    return it->second.plan.get();
+  if (auto it = plans.by_shape.find(key); it != plans.by_shape.end()) {
+    return it->second.get();
   }
   if (!Admitted(key)) return nullptr;  // not remembered: the set is full
-  PlanEntry& entry = plans.entries[key];
+  std::unique_ptr<GemmPlan>& plan = plans.by_shape[key];
   try {
-    entry.plan = BuildPlan(key);
+    plan = BuildPlan(key);
   } catch (const dnnl::error&) {
     // Refused: the same on every thread, so still one library per shape.
   }
-  return entry.plan.get();
+  return plan.get();
 }
 
 }  // namespace
