@@ -53,7 +53,9 @@ run_job() {
 run_job 2 np2
 # Through a shared directory instead of rank 0's TCP store.
 mkdir -p "${TEST_TMPDIR}/store"
-KINDLING_STORE_PATH="${TEST_TMPDIR}/store" run_job 2 file_store
+# (Its ranks install their own SIGPIPE handler, which connecting must keep.)
+KINDLING_STORE_PATH="${TEST_TMPDIR}/store" run_job 2 file_store \
+  --own_sigpipe_handler
 run_job 3 np3
 run_job 4 np4
 run_job 3 die --mode=die --timeout_s=20

@@ -10,6 +10,8 @@
 //
 // Every surviving rank prints `rank R: N failures` last and exits 0 iff N is
 // 0.
+#include <signal.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -31,6 +33,8 @@
 
 ABSL_FLAG(std::string, mode, "checks", "checks, die or skip (see above)");
 ABSL_FLAG(double, timeout_s, 60, "the communicator's timeout in seconds");
+ABSL_FLAG(bool, own_sigpipe_handler, false,
+          "install a SIGPIPE handler before connecting; it must stay");
 
 namespace kindling::distributed {
 namespace {
@@ -72,6 +76,20 @@ int ExpectLostPeer(Communicator& comm, bool expect_named) {
   return failures;
 }
 
+void OwnSigpipeHandler(int) {}
+
+// SigpipeFailures(): connecting must leave SIGPIPE ignored (Gloo's writes to
+// a lost peer raise it) or, when the program had its own handler, that one.
+int SigpipeFailures(bool own_handler) {
+  struct sigaction now {};
+  sigaction(SIGPIPE, nullptr, &now);
+  const auto expected = own_handler ? &OwnSigpipeHandler : SIG_IGN;
+  if (now.sa_handler == expected) return 0;
+  std::printf("FAIL SIGPIPE is %s after connecting\n",
+              now.sa_handler == SIG_DFL ? "default" : "another handler");
+  return 1;
+}
+
 int Run() {
   const std::string mode = absl::GetFlag(FLAGS_mode);
   absl::StatusOr<LaunchEnvironment> launch = ReadLaunchEnvironment();
@@ -79,6 +97,8 @@ int Run() {
     std::printf("launch: %s\n", launch.status().ToString().c_str());
     return 1;
   }
+  const bool own_handler = absl::GetFlag(FLAGS_own_sigpipe_handler);
+  if (own_handler) signal(SIGPIPE, &OwnSigpipeHandler);
   absl::StatusOr<std::unique_ptr<Communicator>> comm = Connect(
       *launch, {.backend = Backend::kGloo,
                 .timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s))});
@@ -87,9 +107,9 @@ int Run() {
     return 1;
   }
   const int rank = (*comm)->rank();
-  int failures = 0;
+  int failures = SigpipeFailures(own_handler);
   if (mode == "checks") {
-    failures = RunCollectiveChecks(**comm);
+    failures += RunCollectiveChecks(**comm);
   } else if (!(*comm)->Barrier().ok()) {
     // Every connection is up before rank 1 leaves (a rank that ends during
     // the rendezvous fails the others' Connect instead).
@@ -103,7 +123,7 @@ int Run() {
     absl::SleepFor((*comm)->timeout() + absl::Seconds(3));
     return 0;
   } else {
-    failures = ExpectLostPeer(**comm, /*expect_named=*/mode == "die");
+    failures += ExpectLostPeer(**comm, /*expect_named=*/mode == "die");
   }
   std::printf("rank %d: %d failures\n", rank, failures);
   std::fflush(stdout);

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -253,6 +254,24 @@ class GlooCommunicator : public Communicator {
   std::shared_ptr<gloo::rendezvous::Context> context_;
 };
 
+// Gloo writes to its sockets with writev(), which raises SIGPIPE when the
+// peer has reset the connection; by default that signal kills the process
+// (exit 141) before Gloo can report the lost rank. So SIGPIPE is ignored, as
+// Python does at start-up, unless the program installed its own handler.
+void IgnoreSigpipeUnlessHandled() {
+  static absl::Mutex mutex(absl::kConstInit);
+  absl::MutexLock lock(&mutex);
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) != 0) return;
+  const bool is_default =
+      (current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == SIG_DFL;
+  if (!is_default) return;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, nullptr);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(
@@ -263,6 +282,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(
         absl::StrFormat("ConnectGloo: rank %d is not in a world of %d ranks",
                         options.rank, options.world_size));
   }
+  IgnoreSigpipeUnlessHandled();
   const bool file_store = !options.file_store_path.empty();
   Rendezvous rendezvous;
   std::string where = options.file_store_path;

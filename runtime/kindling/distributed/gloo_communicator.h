@@ -47,8 +47,11 @@ struct GlooOptions {
 };
 
 // ConnectGloo() starts the store (rank 0), connects to it, and connects the
-// full mesh. InvalidArgument for a bad rank or world size; the store's or
-// Gloo's error (naming host:port, or the rank that did not come) otherwise.
+// full mesh. It sets SIGPIPE to be ignored unless the program handles it
+// already: Gloo's socket writes raise it when a peer is lost, and the default
+// action would end the process instead of returning the lost rank's error.
+// InvalidArgument for a bad rank or world size; the store's or Gloo's error
+// (naming host:port, or the rank that did not come) otherwise.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(
     const GlooOptions& options);
 
