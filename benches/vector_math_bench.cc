@@ -101,6 +101,7 @@ KINDLING_AVX512 void Kindling16(const void*, const float* in, float* out,
 KINDLING_AVX512 __m512 Exp16(__m512 x) { return cpu::Exp16(x); }
 KINDLING_AVX512 __m512 Log16(__m512 x) { return cpu::Log16(x); }
 KINDLING_AVX512 __m512 Sigmoid16(__m512 x) { return cpu::Sigmoid16(x); }
+KINDLING_AVX512 __m512 Tanh16(__m512 x) { return cpu::Tanh16(x); }
 KINDLING_AVX512 __m512 Gelu16(__m512 x) { return cpu::Gelu16(x); }
 
 // SLEEF's entry points through their pointers; sigmoid and GELU built
@@ -185,9 +186,11 @@ std::vector<MathFunction> Functions() {
   if (avx512) log.push_back({"kindling16", &Kindling16<Log16>, nullptr});
   add(
       "log", [](double x) { return std::log(x); }, log, "log", true, true);
+  std::vector<Contender> tanh = {
+      {"kindling8", &Kindling8<cpu::Tanh8>, nullptr}};
+  if (avx512) tanh.push_back({"kindling16", &Kindling16<Tanh16>, nullptr});
   add(
-      "tanh", [](double x) { return std::tanh(x); },
-      {{"kindling8", &Kindling8<cpu::Tanh8>, nullptr}}, "tanh", true, false);
+      "tanh", [](double x) { return std::tanh(x); }, tanh, "tanh", true, false);
   // sigmoid and GELU: SLEEF's exp / erfc inside Kindling's formula.
   MathFunction sigmoid{"sigmoid",
                        [](double x) { return 1 / (1 + std::exp(-x)); },

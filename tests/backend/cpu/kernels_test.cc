@@ -240,6 +240,45 @@ TEST(CpuSoftmaxKernelTest, RowsGiveTheEightLaneBitsOnEveryPath) {
   }
 }
 
+// EightLaneSoftmaxColumns() is the column kernel's arithmetic on eight lanes
+// (Exp8 per element, each column's sum in double down the rows, one float
+// scale) for x of shape [n, inner] along axis 0.
+std::vector<float> EightLaneSoftmaxColumns(const std::vector<float>& x,
+                                           int64_t n, int64_t inner) {
+  std::vector<float> y(x.size());
+  for (int64_t i = 0; i < inner; ++i) {
+    float max = x[i];
+    for (int64_t r = 1; r < n; ++r) max = std::max(max, x[r * inner + i]);
+    double sum = 0;
+    for (int64_t r = 0; r < n; ++r) {
+      const __m256 e = cpu::Exp8(_mm256_set1_ps(x[r * inner + i] - max));
+      y[r * inner + i] = _mm256_cvtss_f32(e);
+      sum += y[r * inner + i];
+    }
+    const float scale = static_cast<float>(1.0 / sum);
+    for (int64_t r = 0; r < n; ++r) y[r * inner + i] *= scale;
+  }
+  return y;
+}
+
+// With AVX-512, full blocks of 16 columns take their exponentials sixteen
+// at a time; every block must give the eight-lane bits.
+TEST(CpuSoftmaxKernelTest, ColumnsGiveTheEightLaneBitsOnEveryPath) {
+  for (int64_t inner : {16, 17, 32, 40}) {
+    for (int64_t n : {1, 9, 300}) {
+      const std::vector<float> x = RandomValues(n * inner, n + 3 * inner);
+      const std::vector<float> expected = EightLaneSoftmaxColumns(x, n, inner);
+      const std::vector<float> actual =
+          Tensor<2>::FromData(x, {n, inner}).softmax(0).to_data<float>();
+      for (int64_t i = 0; i < n * inner; ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(expected[i]),
+                  std::bit_cast<uint32_t>(actual[i]))
+            << "[" << n << ", " << inner << "], element " << i;
+      }
+    }
+  }
+}
+
 TEST(CpuSoftmaxKernelTest, NegativeInfinityColumnsAndNan) {
   const float inf = std::numeric_limits<float>::infinity();
   // [3, 2] along axis 0: column 0 is masked but one entry.

@@ -76,6 +76,10 @@ KINDLING_AVX512 std::vector<float> ApplyLog16(
     const std::vector<float>& inputs) {
   return Apply16([](__m512 x) KINDLING_AVX512 { return Log16(x); }, inputs);
 }
+KINDLING_AVX512 std::vector<float> ApplyTanh16(
+    const std::vector<float>& inputs) {
+  return Apply16([](__m512 x) KINDLING_AVX512 { return Tanh16(x); }, inputs);
+}
 KINDLING_AVX512 std::vector<float> ApplySigmoid16(
     const std::vector<float>& inputs) {
   return Apply16([](__m512 x) KINDLING_AVX512 { return Sigmoid16(x); }, inputs);
@@ -239,7 +243,8 @@ void ExpectSameBits(__m256 (*f8)(__m256),
   }
 }
 
-// The AVX-512 twins of Gelu8, Exp8, Log8 and Sigmoid8 must give their bits.
+// The AVX-512 twins of Gelu8, Exp8, Log8, Sigmoid8 and Tanh8 must give their
+// bits.
 TEST(AvxFiveTwelveTest, Gelu16BitIdenticalToGelu8) {
   if (!HasAvx512())
     GTEST_SKIP()
@@ -273,6 +278,17 @@ TEST(AvxFiveTwelveTest, Sigmoid16BitIdenticalToSigmoid8) {
         << "no AVX-512F here (the CPU lacks it or KINDLING_MAX_CPU_ISA=AVX2)";
   ExpectSameBits(Sigmoid8, ApplySigmoid16,
                  {86.0f, -86.0f, 86.5f, -86.5f, 104.0f, -104.0f, 17.0f});
+}
+
+TEST(AvxFiveTwelveTest, Tanh16BitIdenticalToTanh8) {
+  if (!HasAvx512())
+    GTEST_SKIP()
+        << "no AVX-512F here (the CPU lacks it or KINDLING_MAX_CPU_ISA=AVX2)";
+  // Both sides of the polynomial's bound (0.625) and of exp's fast path
+  // (2|x| = 86), and the saturation.
+  ExpectSameBits(Tanh8, ApplyTanh16,
+                 {0.625f, -0.625f, 0.62499994f, -0.62499994f, 43.0f, -43.0f,
+                  43.5f, -43.5f, 60.0f});
 }
 
 TEST(VectorMathTest, PartialLoadsAndStoresTouchOnlyTheirLanes) {

@@ -251,6 +251,12 @@ KINDLING_AVX512 void LogFloats16(float* out, const float* in, int64_t count,
               [](__m512 x) KINDLING_AVX512 { return Log16(x); });
 }
 
+KINDLING_AVX512 void TanhFloats16(float* out, const float* in, int64_t count,
+                                  bool stream) {
+  MapFloats16(out, in, count, stream,
+              [](__m512 x) KINDLING_AVX512 { return Tanh16(x); });
+}
+
 KINDLING_AVX512 void SigmoidFloats16(float* out, const float* in, int64_t count,
                                      bool stream) {
   MapFloats16(out, in, count, stream,
@@ -335,8 +341,8 @@ void UnaryTyped(UnaryOp op, const StridedLayout<2>& layout, double arg0,
       case UnaryOp::kExp: {
         const auto exp8 = [](__m256 x) { return Exp8(x); };
         // Where the CPU has AVX-512, sixteen lanes per instruction (same
-        // bits): exp, log, sigmoid and GELU are bound by arithmetic, not
-        // memory.
+        // bits): exp, log, sigmoid, tanh and GELU are bound by arithmetic,
+        // not memory.
         if (HasAvx512()) return RunUnaryF32(layout, exp8, ExpFloats16);
         return RunUnaryF32(layout, exp8);
       }
@@ -357,8 +363,11 @@ void UnaryTyped(UnaryOp op, const StridedLayout<2>& layout, double arg0,
         if (HasAvx512()) return RunUnaryF32(layout, sigmoid8, SigmoidFloats16);
         return RunUnaryF32(layout, sigmoid8);
       }
-      case UnaryOp::kTanh:
-        return RunUnaryF32(layout, [](__m256 x) { return Tanh8(x); });
+      case UnaryOp::kTanh: {
+        const auto tanh8 = [](__m256 x) { return Tanh8(x); };
+        if (HasAvx512()) return RunUnaryF32(layout, tanh8, TanhFloats16);
+        return RunUnaryF32(layout, tanh8);
+      }
       default:
         break;
     }
