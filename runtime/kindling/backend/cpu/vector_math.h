@@ -169,6 +169,13 @@ inline constexpr float kLogPolynomial[] = {
     -1.2420140846e-1f, 1.4249322787e-1f,  -1.6668057665e-1f,
     2.0000714765e-1f,  -2.4999993993e-1f, 3.3333331174e-1f,
 };
+
+// Cephes tanhf's polynomial P of Tanh8 / Tanh16 (tanh x = x + x^3 P(x^2)
+// for |x| < 0.625), highest degree first.
+inline constexpr float kTanhPolynomial[] = {
+    -5.70498872745e-3f, 2.06390887954e-2f,  -5.37397155531e-2f,
+    1.33314422036e-1f,  -3.33332819422e-1f,
+};
 inline __m256 ExpPolynomial(__m256 r) {
   namespace c = exp_polynomial;
   const __m256 r2 = _mm256_mul_ps(r, r);
@@ -324,11 +331,10 @@ inline __m256 Tanh8(__m256 x) {
   const __m256 magnitude = internal::Abs(x);
   // |x| < 0.625: x + x^3 P(x^2) (Cephes tanhf coefficients).
   const __m256 z = _mm256_mul_ps(x, x);
-  __m256 p = _mm256_set1_ps(-5.70498872745e-3f);
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(2.06390887954e-2f));
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-5.37397155531e-2f));
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33314422036e-1f));
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332819422e-1f));
+  __m256 p = _mm256_set1_ps(internal::kTanhPolynomial[0]);
+  for (int i = 1; i < 5; ++i) {
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(internal::kTanhPolynomial[i]));
+  }
   const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, z), x, x);
   // Otherwise 1 - 2 / (e^2|x| + 1), with x's sign (NaN stays NaN: e^NaN).
   const __m256 e = Exp8(_mm256_add_ps(magnitude, magnitude));
@@ -500,11 +506,11 @@ KINDLING_AVX512 inline __m512 Exp16(__m512 x) {
 KINDLING_AVX512 inline __m512 Tanh16(__m512 x) {
   const __m512 magnitude = _mm512_abs_ps(x);
   const __m512 z = _mm512_mul_ps(x, x);
-  __m512 p = _mm512_set1_ps(-5.70498872745e-3f);
-  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(2.06390887954e-2f));
-  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-5.37397155531e-2f));
-  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.33314422036e-1f));
-  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-3.33332819422e-1f));
+  namespace internal = vector_math_internal;
+  __m512 p = _mm512_set1_ps(internal::kTanhPolynomial[0]);
+  for (int i = 1; i < 5; ++i) {
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(internal::kTanhPolynomial[i]));
+  }
   const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), x, x);
   const __m512 e = Exp16(_mm512_add_ps(magnitude, magnitude));
   const __m512 one = _mm512_set1_ps(1.0f);
