@@ -279,6 +279,50 @@ TEST(CpuSoftmaxKernelTest, ColumnsGiveTheEightLaneBitsOnEveryPath) {
   }
 }
 
+// Long columns of wide rows stream spans of columns with an online max
+// (softmax.cc, StreamsColumns): partial spans and chunks, several slabs, and
+// maxima that grow down the rows by far more than float's exponent range,
+// so the running sums are rescaled to 0 and from -inf.
+TEST(CpuSoftmaxKernelTest, StreamedSpansMatchTheReference) {
+  CheckSoftmax(1, 64, 1024);
+  CheckSoftmax(2, 100, 1029);
+  std::vector<float> x = RandomValues(150 * 1030, 11);
+  for (int64_t r = 0; r < 150; ++r) {
+    for (int64_t i = 0; i < 1030; ++i) {
+      float& v = x[r * 1030 + i];
+      if (i % 3 == 0) v += 2.0f * static_cast<float>(r);  // max grows
+      if (i == 5)
+        v = r < 40 ? -INFINITY : v - 100.0f;  // -inf, then far below 0
+      if (i == 6) v = -INFINITY;              // all -inf
+    }
+  }
+  const auto t = Tensor<2>::FromData(x, {150, 1030});
+  for (bool log : {false, true}) {
+    const auto expected = ReferenceSoftmax(x, 1, 150, 1030, log);
+    const auto actual =
+        (log ? t.log_softmax(0) : t.softmax(0)).to_data<float>();
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (i % 1030 == 6) {
+        ASSERT_TRUE(std::isnan(actual[i])) << i;  // 0 / 0, as in PyTorch
+        continue;
+      }
+      if (std::isinf(expected[i])) {  // log_softmax of -inf
+        ASSERT_EQ(expected[i], actual[i]) << i;
+        continue;
+      }
+      ASSERT_NEAR(expected[i], actual[i], 2e-6 * (1 + std::fabs(expected[i])))
+          << (log ? "log_softmax" : "softmax") << " at " << i;
+    }
+  }
+  // A NaN makes its column NaN and leaves the others alone.
+  x[77 * 1030 + 9] = kNan;
+  const auto with_nan =
+      Tensor<2>::FromData(x, {150, 1030}).softmax(0).to_data<float>();
+  EXPECT_TRUE(std::isnan(with_nan[9]));
+  EXPECT_TRUE(std::isnan(with_nan[149 * 1030 + 9]));
+  EXPECT_FALSE(std::isnan(with_nan[10]));
+}
+
 TEST(CpuSoftmaxKernelTest, NegativeInfinityColumnsAndNan) {
   const float inf = std::numeric_limits<float>::infinity();
   // [3, 2] along axis 0: column 0 is masked but one entry.
