@@ -11,6 +11,9 @@
 // Every layer runs through oneDNN here (KINDLING_ONEDNN=all), also where
 // the backend keeps Kindling's kernel.
 //
+// BM_MaxPoolBackward: max pooling's backward on the two pools of the CNN,
+// against memcpy (see below).
+//
 // Counters: kindling_ms and onednn_ms (medians over the iterations) and
 // onednn_vs_kindling = onednn_ms / kindling_ms (< 1: oneDNN is faster).
 //
@@ -21,6 +24,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -135,6 +139,42 @@ void BM_ConvBackward(benchmark::State& state, const Layer& layer) {
       });
 }
 
+// Max pooling's backward after each of the CNN's convolutions (2x2 at
+// stride 2 over the layer's output), against a memcpy of as many bytes as
+// it moves (the gradient and argmax read, the input gradient written),
+// alternating: pool_GB/s counts those bytes once, memcpy_GB/s its reads and
+// writes, and ratio_vs_memcpy = pool_GB/s / memcpy_GB/s.
+void BM_MaxPoolBackward(benchmark::State& state, const Layer& layer) {
+  const TensorBase input =
+      Random({kBatch, layer.out_channels, layer.side, layer.side}, /*seed=*/5);
+  const Window2dGeometry window{.kernel = {2, 2}, .stride = {2, 2}};
+  const Shape pooled{kBatch, layer.out_channels, layer.side / 2,
+                     layer.side / 2};
+  const TensorBase out = TensorBase::Empty(pooled, DType::kF32, Device::Cpu());
+  const TensorBase argmax =
+      TensorBase::Empty(pooled, DType::kI64, Device::Cpu());
+  cpu::MaxPool2dKernel(out, argmax, input, window);
+  const TensorBase grad = Random(pooled, /*seed=*/6);
+  const TensorBase input_grad =
+      TensorBase::Empty(input.shape(), DType::kF32, Device::Cpu());
+  const size_t bytes = static_cast<size_t>(
+      grad.numel() * 4 + argmax.numel() * 8 + input_grad.numel() * 4);
+  std::vector<char> source(bytes, 1), target(bytes, 0);
+  std::vector<double> ours, copies;
+  for (auto _ : state) {
+    TimeBlock([&] { cpu::MaxPool2dBackwardKernel(input_grad, grad, argmax); },
+              ours);
+    TimeBlock([&] { std::memcpy(target.data(), source.data(), bytes); },
+              copies);
+  }
+  const double pool_rate = bytes / Median(ours) / 1e9;
+  const double memcpy_rate = 2.0 * bytes / Median(copies) / 1e9;
+  state.counters["kindling_ms"] = 1e3 * Median(ours);
+  state.counters["pool_GB/s"] = pool_rate;
+  state.counters["memcpy_GB/s"] = memcpy_rate;
+  state.counters["ratio_vs_memcpy"] = pool_rate / memcpy_rate;
+}
+
 BENCHMARK_CAPTURE(BM_ConvForward, conv1, kConv1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
@@ -145,6 +185,12 @@ BENCHMARK_CAPTURE(BM_ConvForward, conv2, kConv2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_ConvBackward, conv2, kConv2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_MaxPoolBackward, after_conv1, kConv1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_MaxPoolBackward, after_conv2, kConv2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

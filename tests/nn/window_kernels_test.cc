@@ -191,7 +191,16 @@ INSTANTIATE_TEST_SUITE_P(
             {{3, 3}, {2, 3}, {2, 1}, {2, 2}}, {1, 2, 9, 10}, DType::kF64},
         WindowCase{{{1, 1}, {1, 1}, {0, 0}, {1, 1}}, {2, 4, 3, 3}, DType::kF32},
         WindowCase{
-            {{3, 3}, {1, 1}, {1, 1}, {1, 1}}, {2, 1, 28, 28}, DType::kF32}));
+            {{3, 3}, {1, 1}, {1, 1}, {1, 1}}, {2, 1, 28, 28}, DType::kF32},
+        // 2x2 pools at stride 2 over odd planes (a last row and column in
+        // no window), both dtypes; a 3x3 window at stride 2 (overlapping
+        // windows, as many positions as 2x2 ones) and a 1x1 window at
+        // stride 2 (cells no window covers).
+        WindowCase{{{2, 2}, {2, 2}, {0, 0}, {1, 1}}, {2, 3, 7, 9}, DType::kF32},
+        WindowCase{{{2, 2}, {2, 2}, {0, 0}, {1, 1}}, {2, 2, 5, 5}, DType::kF64},
+        WindowCase{{{3, 3}, {2, 2}, {1, 1}, {1, 1}}, {2, 3, 8, 8}, DType::kF32},
+        WindowCase{
+            {{1, 1}, {2, 2}, {0, 0}, {1, 1}}, {2, 2, 8, 6}, DType::kF32}));
 
 TEST(MaxPoolKernelTest, WindowOnlyOnPaddingGivesMinusInfinity) {
   // A 1x1 window with padding 1: the border positions see only padding.
