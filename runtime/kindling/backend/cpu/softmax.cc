@@ -66,6 +66,19 @@ constexpr int64_t kSoftmaxBuffer = 4096;
 // Outputs this large stream (as in elementwise.cc).
 constexpr int64_t kSoftmaxStreamingBytes = int64_t{4} << 20;
 
+// LoadLanes() is the `lanes` (<= 8) floats at p, `fill` in the lanes
+// beyond; StoreLanes() writes only those lanes.
+inline __m256 LoadLanes(const float* p, int64_t lanes, float fill) {
+  return lanes == 8 ? _mm256_loadu_ps(p) : LoadPartial(p, lanes, fill);
+}
+inline void StoreLanes(float* p, int64_t lanes, __m256 value) {
+  if (lanes == 8) {
+    _mm256_storeu_ps(p, value);
+  } else {
+    StorePartial(p, lanes, value);
+  }
+}
+
 // LogSum is log(sum) split into floats, high + low, so that
 // (x - max - high) - low rounds about once, like SoftmaxLine's double
 // subtraction, at two float operations a vector.
@@ -113,10 +126,6 @@ void SoftmaxRowF32(float* y, const float* x, int64_t n, bool log, bool stream,
   float max_value = RowMaxF32(x, n);
   if (std::isinf(max_value) && max_value < 0) max_value = 0;  // all -inf
   const __m256 max = _mm256_set1_ps(max_value);
-  auto load = [&](const float* row, int64_t i, int64_t lanes) {
-    return lanes == 8 ? _mm256_loadu_ps(row + i)
-                      : LoadPartial(row + i, lanes, -__builtin_inff());
-  };
   float* exps = stream && n <= kSoftmaxBuffer ? buffer : y;
   __m256d sum = _mm256_setzero_pd();
   // The exponentials are the arithmetic-bound part: sixteen lanes where the
@@ -125,14 +134,10 @@ void SoftmaxRowF32(float* y, const float* x, int64_t n, bool log, bool stream,
       HasAvx512() ? SoftmaxExps16(exps, x, n, max_value, log, &sum) : 0;
   for (int64_t i = done; i < n; i += 8) {
     const int64_t lanes = std::min<int64_t>(8, n - i);
-    const __m256 e = Exp8(_mm256_sub_ps(load(x, i, lanes), max));
+    const __m256 e =
+        Exp8(_mm256_sub_ps(LoadLanes(x + i, lanes, -__builtin_inff()), max));
     sum = AddWidened(sum, e);
-    if (log) continue;
-    if (lanes == 8) {
-      _mm256_storeu_ps(exps + i, e);
-    } else {
-      StorePartial(exps + i, lanes, e);
-    }
+    if (!log) StoreLanes(exps + i, lanes, e);
   }
   const double total = Sum4d(sum);
   if (log) {
@@ -140,13 +145,14 @@ void SoftmaxRowF32(float* y, const float* x, int64_t n, bool log, bool stream,
     const __m256 high = _mm256_set1_ps(log_sum.high);
     const __m256 low = _mm256_set1_ps(log_sum.low);
     WriteFloats(y, n, stream, [&](int64_t i, int64_t lanes) {
-      return LogSubtract(load(x, i, lanes), max, high, low);
+      return LogSubtract(LoadLanes(x + i, lanes, -__builtin_inff()), max, high,
+                         low);
     });
     return;
   }
   const __m256 scale = _mm256_set1_ps(static_cast<float>(1.0 / total));
   WriteFloats(y, n, stream && exps == buffer, [&](int64_t i, int64_t lanes) {
-    return _mm256_mul_ps(load(exps, i, lanes), scale);
+    return _mm256_mul_ps(LoadLanes(exps + i, lanes, -__builtin_inff()), scale);
   });
 }
 
@@ -155,56 +161,67 @@ void SoftmaxRowF32(float* y, const float* x, int64_t n, bool log, bool stream,
 // in L2 across the three passes.
 constexpr int64_t kSoftmaxColumns = 16;  // two vectors of eight floats
 
-// ColumnExpSums8() is SoftmaxColumnsF32's second pass on eight lanes: y =
-// e^(x - max) (unless `log`, which needs only the sums) and each column's sum
-// of them in double, in sum[2k] (columns 8k..8k+3) and sum[2k + 1].
-template <bool kFull>
-void ColumnExpSums8(float* y, const ColumnBlock& b, const ColumnMasks& masks,
-                    const __m256 (&max)[2], bool log, __m256d (&sum)[4]) {
-  for (__m256d& lanes : sum) lanes = _mm256_setzero_pd();
-  for (int64_t r = 0; r < b.n; ++r) {
-    for (int k = 0; k < 2; ++k) {
-      const __m256 e =
-          Exp8(_mm256_sub_ps(masks.Load<kFull>(b.x + r * b.stride, k), max[k]));
-      sum[2 * k] =
-          _mm256_add_pd(sum[2 * k], _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-      sum[2 * k + 1] = _mm256_add_pd(
-          sum[2 * k + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-      if (!log) masks.Store<kFull>(y + r * b.stride, k, e);
-    }
+// ExpSums8(): down rows r < rows of `lanes` (<= 8) columns x[r * stride
+// + k], adds e^(x - shift) to sum[0, 8) in double, row by row, and writes
+// the exponentials to y (x's layout) unless y is null.
+void ExpSums8(const float* x, int64_t rows, int64_t stride, int64_t lanes,
+              __m256 shift, double* sum, float* y) {
+  __m256d low = _mm256_loadu_pd(sum);
+  __m256d high = _mm256_loadu_pd(sum + 4);
+  for (int64_t r = 0; r < rows; ++r) {
+    const __m256 e =
+        Exp8(_mm256_sub_ps(LoadLanes(x + r * stride, lanes, 0), shift));
+    low = _mm256_add_pd(low, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    high = _mm256_add_pd(high, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    if (y != nullptr) StoreLanes(y + r * stride, lanes, e);
   }
+  _mm256_storeu_pd(sum, low);
+  _mm256_storeu_pd(sum + 4, high);
 }
 
-// ColumnExpSums16() is SoftmaxColumnsF32's exp-and-sum pass over a full
-// block (16 columns) on sixteen lanes (REQUIRES: HasAvx512()): Exp16 gives
-// Exp8's bits and each column's sum adds the same doubles in the same order,
-// so the results are the eight-lane pass's bit for bit, at half the
-// instructions for the exponentials, which bound the pass.
+// ExpSums16() is ExpSums8 on 16 full columns (REQUIRES: HasAvx512()), bit
+// for bit: Exp16 gives Exp8's bits and each column adds the same doubles in
+// the same order, at half the instructions for the exponentials, which
+// bound the pass.
 KINDLING_AVX512_BEGIN
-KINDLING_AVX512 void ColumnExpSums16(float* y, const ColumnBlock& b,
-                                     const __m256 (&max)[2], bool log,
-                                     __m256d (&sum)[4]) {
-  const __m512 max16 = _mm512_castpd_ps(
-      _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(max[0])),
-                         _mm256_castps_pd(max[1]), 1));
-  __m512d low_sum = _mm512_setzero_pd();
-  __m512d high_sum = _mm512_setzero_pd();
-  for (int64_t r = 0; r < b.n; ++r) {
+KINDLING_AVX512 void ExpSums16(const float* x, int64_t rows, int64_t stride,
+                               const float* shift, double* sum, float* y) {
+  const __m512 subtrahend = _mm512_loadu_ps(shift);
+  __m512d low = _mm512_loadu_pd(sum);
+  __m512d high = _mm512_loadu_pd(sum + 8);
+  for (int64_t r = 0; r < rows; ++r) {
     const __m512 e =
-        Exp16(_mm512_sub_ps(_mm512_loadu_ps(b.x + r * b.stride), max16));
-    const __m256 high_half =
-        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1));
-    low_sum =
-        _mm512_add_pd(low_sum, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-    high_sum = _mm512_add_pd(high_sum, _mm512_cvtps_pd(high_half));
-    if (!log) _mm512_storeu_ps(y + r * b.stride, e);
+        Exp16(_mm512_sub_ps(_mm512_loadu_ps(x + r * stride), subtrahend));
+    low = _mm512_add_pd(low, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    high = _mm512_add_pd(high,
+                         _mm512_cvtps_pd(_mm256_castpd_ps(
+                             _mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    if (y != nullptr) _mm512_storeu_ps(y + r * stride, e);
   }
-  sum[0] = _mm512_castpd512_pd256(low_sum);
-  sum[1] = _mm512_extractf64x4_pd(low_sum, 1);
-  sum[2] = _mm512_castpd512_pd256(high_sum);
-  sum[3] = _mm512_extractf64x4_pd(high_sum, 1);
+  _mm512_storeu_pd(sum, low);
+  _mm512_storeu_pd(sum + 8, high);
 }
 KINDLING_AVX512_END
+
+// ColumnExpSums() is ExpSums8 over `width` columns (shift, sum and y indexed
+// by column; sum holds width rounded up to 8), sixteen columns at a time
+// where the CPU has AVX-512.
+void ColumnExpSums(const float* x, int64_t rows, int64_t stride, int64_t width,
+                   const float* shift, double* sum, float* y) {
+  const bool sixteen = HasAvx512();
+  for (int64_t j = 0; j < width;) {
+    float* out = y != nullptr ? y + j : nullptr;
+    if (sixteen && j + 16 <= width) {
+      ExpSums16(x + j, rows, stride, shift + j, sum + j, out);
+      j += 16;
+      continue;
+    }
+    const int64_t lanes = std::min<int64_t>(8, width - j);
+    ExpSums8(x + j, rows, stride, lanes, LoadLanes(shift + j, lanes, 0),
+             sum + j, out);
+    j += 8;
+  }
+}
 
 // SoftmaxColumnsF32(): softmax (or log_softmax) down each column of `b`
 // into y (same layout), the columns in registers: max, then e^(x - max) and
@@ -226,18 +243,13 @@ void SoftmaxColumnsF32(float* y, const ColumnBlock& b, bool log) {
         _mm256_blendv_ps(max[k], _mm256_setzero_ps(),
                          _mm256_cmp_ps(max[k], negative_infinity, _CMP_EQ_OQ));
   }
-  __m256d sum[2 * kVectors];
-  if (kFull && HasAvx512()) {
-    ColumnExpSums16(y, b, max, log, sum);
-  } else {
-    ColumnExpSums8<kFull>(y, b, masks, max, log, sum);
-  }
+  alignas(32) float shift[kSoftmaxColumns];
+  for (int k = 0; k < kVectors; ++k) _mm256_store_ps(shift + 8 * k, max[k]);
+  alignas(32) double sums[kSoftmaxColumns] = {};
+  ColumnExpSums(b.x, b.n, b.stride, b.width, shift, sums, log ? nullptr : y);
   if (log) {
-    alignas(32) double sums[kSoftmaxColumns];
     alignas(32) float highs[kSoftmaxColumns];
     alignas(32) float lows[kSoftmaxColumns];
-    for (int k = 0; k < 2 * kVectors; ++k)
-      _mm256_store_pd(sums + 4 * k, sum[k]);
     for (int64_t i = 0; i < kSoftmaxColumns; ++i) {
       const LogSum log_sum(std::log(sums[i]));
       highs[i] = log_sum.high;
@@ -256,9 +268,9 @@ void SoftmaxColumnsF32(float* y, const ColumnBlock& b, bool log) {
   __m256 scale[kVectors];
   const __m256d one = _mm256_set1_pd(1.0);
   for (int k = 0; k < kVectors; ++k) {
-    scale[k] =
-        _mm256_set_m128(_mm256_cvtpd_ps(_mm256_div_pd(one, sum[2 * k + 1])),
-                        _mm256_cvtpd_ps(_mm256_div_pd(one, sum[2 * k])));
+    scale[k] = _mm256_set_m128(
+        _mm256_cvtpd_ps(_mm256_div_pd(one, _mm256_load_pd(sums + 8 * k + 4))),
+        _mm256_cvtpd_ps(_mm256_div_pd(one, _mm256_load_pd(sums + 8 * k))));
   }
   for (int64_t r = 0; r < b.n; ++r) {
     for (int k = 0; k < kVectors; ++k) {
@@ -292,11 +304,6 @@ bool StreamsColumns(const Extent& e) {
   return e.inner * int64_t{sizeof(float)} >= 4096 && e.n >= 64;
 }
 
-// SpanLoad() is the `lanes` (<= 8) floats at p, `fill` beyond them.
-inline __m256 SpanLoad(const float* p, int64_t lanes, float fill) {
-  return lanes == 8 ? _mm256_loadu_ps(p) : LoadPartial(p, lanes, fill);
-}
-
 // SpanState: a span's running column maxima, the value each column's
 // exponentials subtract (its max, or 0 while the column is all -inf) and the
 // sums of those exponentials.
@@ -306,31 +313,9 @@ struct SpanState {
   alignas(32) double sum[kSpanColumns];
 };
 
-// ChunkExpSums16() adds e^(x - shift) of rows r < rows of 16 full columns
-// (x[r * stride + k], k < 16) to sum[0, 16) (REQUIRES: HasAvx512()): Exp16
-// gives Exp8's bits and each column adds the same doubles in the same order
-// as the eight-lane loop in AddChunk.
-KINDLING_AVX512_BEGIN
-KINDLING_AVX512 void ChunkExpSums16(const float* x, int64_t rows,
-                                    int64_t stride, const float* shift,
-                                    double* sum) {
-  const __m512 subtrahend = _mm512_loadu_ps(shift);
-  __m512d low = _mm512_loadu_pd(sum);
-  __m512d high = _mm512_loadu_pd(sum + 8);
-  for (int64_t r = 0; r < rows; ++r) {
-    const __m512 e =
-        Exp16(_mm512_sub_ps(_mm512_loadu_ps(x + r * stride), subtrahend));
-    low = _mm512_add_pd(low, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-    high = _mm512_add_pd(high,
-                         _mm512_cvtps_pd(_mm256_castpd_ps(
-                             _mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
-  }
-  _mm512_storeu_pd(sum, low);
-  _mm512_storeu_pd(sum + 8, high);
-}
-
 // ScaledExps16() writes out[k] = e^(row[k] - shift[k]) * scale[k], k < 16
 // (REQUIRES: HasAvx512()), the eight-lane output loop's bits.
+KINDLING_AVX512_BEGIN
 KINDLING_AVX512 void ScaledExps16(float* out, const float* row,
                                   const float* shift, const float* scale) {
   const __m512 e =
@@ -351,7 +336,7 @@ void AddChunk(SpanState& state, const float* x, int64_t rows, int64_t stride,
     const __m256 previous = _mm256_load_ps(state.max + j);
     __m256 max = previous;
     for (int64_t r = 0; r < rows; ++r) {
-      max = _mm256_max_ps(SpanLoad(x + r * stride + j, lanes, 0), max);
+      max = _mm256_max_ps(LoadLanes(x + r * stride + j, lanes, 0), max);
     }
     const __m256 shift =
         _mm256_blendv_ps(max, _mm256_setzero_ps(),
@@ -373,27 +358,7 @@ void AddChunk(SpanState& state, const float* x, int64_t rows, int64_t stride,
     _mm256_store_ps(state.max + j, max);
     _mm256_store_ps(state.shift + j, shift);
   }
-  const bool sixteen = HasAvx512();
-  for (int64_t j = 0; j < width;) {
-    if (sixteen && j + 16 <= width) {
-      ChunkExpSums16(x + j, rows, stride, state.shift + j, state.sum + j);
-      j += 16;
-      continue;
-    }
-    const int64_t lanes = std::min<int64_t>(8, width - j);
-    const __m256 shift = _mm256_load_ps(state.shift + j);
-    __m256d low = _mm256_load_pd(state.sum + j);
-    __m256d high = _mm256_load_pd(state.sum + j + 4);
-    for (int64_t r = 0; r < rows; ++r) {
-      const __m256 e =
-          Exp8(_mm256_sub_ps(SpanLoad(x + r * stride + j, lanes, 0), shift));
-      low = _mm256_add_pd(low, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-      high = _mm256_add_pd(high, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-    }
-    _mm256_store_pd(state.sum + j, low);
-    _mm256_store_pd(state.sum + j + 4, high);
-    j += 8;
-  }
+  ColumnExpSums(x, rows, stride, width, state.shift, state.sum, nullptr);
 }
 
 // SoftmaxSpanF32(): softmax (or log_softmax) down the columns j < width of
@@ -430,18 +395,14 @@ void SoftmaxSpanF32(float* y, const float* x, int64_t n, int64_t stride,
         continue;
       }
       const int64_t lanes = std::min<int64_t>(8, width - j);
-      const __m256 v = SpanLoad(row + j, lanes, 0);
+      const __m256 v = LoadLanes(row + j, lanes, 0);
       const __m256 shift = _mm256_load_ps(state.shift + j);
       const __m256 result =
           log ? LogSubtract(v, shift, _mm256_load_ps(scale + j),
                             _mm256_load_ps(low + j))
               : _mm256_mul_ps(Exp8(_mm256_sub_ps(v, shift)),
                               _mm256_load_ps(scale + j));
-      if (lanes == 8) {
-        _mm256_storeu_ps(out + j, result);
-      } else {
-        StorePartial(out + j, lanes, result);
-      }
+      StoreLanes(out + j, lanes, result);
       j += 8;
     }
   }
