@@ -113,8 +113,8 @@ void BM_Latency(benchmark::State& state) {
 
 void RegisterBenchmarks() {
   for (int64_t bytes : {int64_t{1} << 10, int64_t{16} << 10, int64_t{256} << 10,
-                        int64_t{1310720}, int64_t{4} << 20, int64_t{64} << 20,
-                        int64_t{256} << 20}) {
+                        int64_t{1310720}, int64_t{4} << 20, int64_t{25} << 20,
+                        int64_t{64} << 20, int64_t{256} << 20}) {
     benchmark::RegisterBenchmark("BM_AllReduce", BM_AllReduce)
         ->Arg(bytes)
         ->Iterations(Iterations(bytes))

@@ -9,14 +9,20 @@
 //       # rank 1 skips an AllReduce: the others must get DeadlineExceeded
 //   mpirun -np 2 collectives_worker --mode=die
 //       # rank 1 ends without MPI_Finalize during an AllReduce
+//   mpirun -np 2 collectives_worker \
+//       --expect_mca=coll_libnbc_iallreduce_algorithm=rabenseifner
+//       # also checks the value Open MPI took for an MCA variable
 //
 // Every rank prints `rank R: N failures` last (mode die: the surviving
 // ranks, if mpirun lets them) and exits 0 iff N is 0.
+#include <mpi.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -24,7 +30,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "kindling/distributed/communicator.h"
@@ -37,6 +45,9 @@ ABSL_FLAG(std::string, mode, "checks",
 ABSL_FLAG(double, timeout_s, 60, "the communicator's timeout in seconds");
 ABSL_FLAG(int, max_count, 0,
           "if positive, the most elements (bytes) one MPI call moves");
+ABSL_FLAG(std::vector<std::string>, expect_mca, {},
+          "NAME=VALUE,...: MCA variables (as MPI_T reads them; an enum by "
+          "its item's name) that must have these values once connected");
 
 namespace kindling::distributed {
 namespace {
@@ -53,6 +64,77 @@ void Report(const std::string& name, const absl::Status& status,
     std::printf("FAIL %s: %s\n", name.c_str(), status.ToString().c_str());
   }
   std::fflush(stdout);
+}
+
+// ReadMcaVariable() reads an Open MPI MCA variable through the MPI tool
+// interface: an integer as its decimal value, an enum as its item's name.
+absl::StatusOr<std::string> ReadMcaVariable(const std::string& name) {
+  int provided = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
+    return absl::InternalError("MPI_T_init_thread failed");
+  }
+  std::string value;
+  int index = 0;
+  MPI_T_cvar_handle handle;
+  int count = 0;
+  int verbosity = 0, bind = 0, scope = 0;
+  MPI_Datatype type;
+  MPI_T_enum enum_type = MPI_T_ENUM_NULL;
+  int number = 0;
+  char item[256];
+  int item_length = sizeof(item);
+  absl::Status status;
+  if (MPI_T_cvar_get_index(name.c_str(), &index) != MPI_SUCCESS) {
+    status = absl::NotFoundError(absl::StrCat("no MCA variable ", name));
+  } else if (MPI_T_cvar_get_info(index, nullptr, nullptr, &verbosity, &type,
+                                 &enum_type, nullptr, nullptr, &bind,
+                                 &scope) != MPI_SUCCESS ||
+             type != MPI_INT) {
+    status = absl::InternalError(absl::StrCat(name, " is not an int"));
+  } else if (MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) !=
+             MPI_SUCCESS) {
+    status = absl::InternalError(absl::StrCat("no handle for ", name));
+  } else {
+    MPI_T_cvar_read(handle, &number);
+    MPI_T_cvar_handle_free(&handle);
+    value = absl::StrCat(number);
+    int items = 0;
+    char enum_name[256];
+    int enum_name_length = sizeof(enum_name);
+    if (enum_type != MPI_T_ENUM_NULL &&
+        MPI_T_enum_get_info(enum_type, &items, enum_name, &enum_name_length) ==
+            MPI_SUCCESS) {
+      for (int i = 0; i < items; ++i) {
+        int item_value = 0;
+        item_length = sizeof(item);
+        if (MPI_T_enum_get_item(enum_type, i, &item_value, item,
+                                &item_length) == MPI_SUCCESS &&
+            item_value == number) {
+          value = item;
+        }
+      }
+    }
+  }
+  MPI_T_finalize();
+  if (!status.ok()) return status;
+  return value;
+}
+
+// CheckMcaVariables() compares each NAME=VALUE of --expect_mca with what
+// Open MPI took.
+void CheckMcaVariables(int* failures) {
+  for (const std::string& expected : absl::GetFlag(FLAGS_expect_mca)) {
+    const std::pair<std::string, std::string> name_value =
+        absl::StrSplit(expected, absl::MaxSplits('=', 1));
+    const auto& [name, want] = name_value;
+    absl::StatusOr<std::string> got = ReadMcaVariable(name);
+    absl::Status status = got.status();
+    if (got.ok() && *got != want) {
+      status = absl::FailedPreconditionError(
+          absl::StrFormat("%s is %s, expected %s", name, *got, want));
+    }
+    Report(absl::StrCat("MCA variable ", name), status, failures);
+  }
 }
 
 // ExpectTimeout(): an AllReduce that rank 1 never joins ends in
@@ -113,8 +195,9 @@ int Run() {
   const int rank = (*comm)->rank();
   std::printf("rank %d: MPI thread level %s\n", rank, MpiThreadLevel().c_str());
   int failures = 0;
+  CheckMcaVariables(&failures);
   if (mode == "checks") {
-    failures = RunCollectiveChecks(**comm);
+    failures += RunCollectiveChecks(**comm);
   } else if (mode == "skip" || mode == "die") {
     if ((*comm)->world_size() <= kSilentRank) {
       std::printf("mode %s needs at least 2 ranks\n", mode.c_str());
@@ -129,7 +212,7 @@ int Run() {
       absl::SleepFor(timeout + absl::Seconds(3));
       return 0;  // MPI_Finalize then waits until rank 0's MPI_Abort ends it
     }
-    failures = ExpectTimeout(**comm);
+    failures += ExpectTimeout(**comm);
   } else {
     std::printf("unknown --mode=%s\n", mode.c_str());
     return 1;

@@ -15,9 +15,16 @@
 // broken. The poll spins while data could be moving (Open MPI progresses a
 // collective only inside MPI calls) and then sleeps 50-200 us between tests,
 // so a rank that waits for a late peer leaves its core to the compute
-// threads. On 2 ranks (shared memory) a 1-element f32 AllReduce takes
-// ~1.3 us (blocking MPI_Allreduce ~0.4 us) and 325k f32 ~0.43 ms, as fast as
-// MPI_Iallreduce + MPI_Wait (blocking ~0.33 ms).
+// threads. On 2 ranks (shared memory) a 2-element f64 AllReduce takes
+// ~0.8 us and 325k f32 (1.25 MiB) ~77 us (benches/allreduce_bench.cc).
+//
+// Open MPI's settings. Before it initializes MPI, ConnectMpi() sets two of
+// Open MPI's parameters that the job has not set (OMPI_MCA_* variables,
+// which mpirun's --mca also sets): the in-place non-blocking all-reduce's
+// algorithm to reduce-scatter + all-gather, and the shared-memory transport
+// to copy through its segment rather than process_vm_readv. Both measured
+// faster for gradient-sized buffers (docs/distributed.md, "Open MPI's
+// settings"); a job's own value wins.
 //
 // Process lifetime. MPI is initialized once per process, by the first
 // ConnectMpi() (unless the program initialized it itself, which then also owns
