@@ -8,7 +8,8 @@
 // Data parallel: started as a rank of a job (--nproc, kindling-launch,
 // RANK/WORLD_SIZE/MASTER_*, mpirun), each rank trains on its shard of
 // every step's --batch_size samples and the Trainer averages the gradients;
-// rank 0 prints, evaluates and checkpoints. SIGTERM or SIGUSR1 (a
+// every rank evaluates its shard of the test set after each epoch, and
+// rank 0 prints, checkpoints and checks the checkpoint. SIGTERM or SIGUSR1 (a
 // scheduler's preemption notice) stops at the next step after a checkpoint
 // and exits with kPreemptedExitCode (75); --resume continues.
 #ifndef KINDLING_EXAMPLES_TRAIN_CLASSIFIER_H_

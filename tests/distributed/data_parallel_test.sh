@@ -74,6 +74,30 @@ timeout 120 mpirun "${mpirun_flags[@]}" -np 2 --output-filename "${t}/mpi" \
   { cat "${t}"/mpi/1/rank.*/stdout; fail "the MPI job failed"; }
 compare "${t}/single.txt" "${t}/mpi.txt" "1 rank x 128 vs 2 MPI ranks x 64"
 
+# The test-set accuracy, evaluated in shards: both ranks report the same
+# figures, those of the single process (within one of the 250 samples, as
+# the weights agree to 1e-5, not bit for bit).
+accuracies() { grep -o 'epoch [0-9]* test_accuracy .*' "$1"; }
+for job in gloo mpi; do
+  if [[ ${job} == gloo ]]; then
+    rank0="${t}/gloo.0.log" rank1="${t}/gloo.1.log"
+  else
+    rank0="${t}/mpi/1/rank.0/stdout" rank1="${t}/mpi/1/rank.1/stdout"
+  fi
+  [[ $(accuracies "${rank0}" | wc -l) -eq 4 ]] || fail "${job}: rank 0 has no accuracy for each of 4 epochs"
+  [[ "$(accuracies "${rank0}")" == "$(accuracies "${rank1}")" ]] ||
+    fail "${job}: ranks 0 and 1 report different accuracies"
+  python3 - "${t}/single.log" "${rank0}" "${job}" <<'PY' || fail "${job}: accuracy differs from the single process's"
+import re, sys
+def read(path):
+    return [float(m.group(1)) for m in re.finditer(r"test_accuracy (\S+)", open(path).read())]
+a, b = read(sys.argv[1]), read(sys.argv[2])
+worst = max(abs(x - y) for x, y in zip(a, b))
+print(f"{sys.argv[3]}: test accuracy {b[-1]} on 2 ranks, {a[-1]} alone (largest gap {worst:.3g})")
+sys.exit(0 if len(a) == len(b) == 4 and worst <= 1 / 250 + 1e-12 else 1)
+PY
+done
+
 # Gradient accumulation: 2 ranks x 2 micro-batches of 32 step as 1 x 128.
 timeout 120 "${launcher}" --nproc=2 -- bash -c \
   "exec '${worker}' --batch=32 --accumulate=2 --out='${t}/accumulate.txt' >${t}/accumulate.\${RANK}.log 2>&1" ||

@@ -9,13 +9,14 @@
 //   RANK=.. WORLD_SIZE=2 ... data_parallel_worker --batch=64 --out=dp.txt
 //   mpirun -np 2 data_parallel_worker --batch=64 --out=mpi.txt
 //
-// Each rank prints `loss <step> <its loss>` per step and, at the end,
-// `rank R: done, step S`; rank 0 writes the final weights to --out (hex
-// floats, one line per tensor). --die_rank/--die_step end a rank mid-run as
-// a crash does; --signal_rank/--signal_step make a rank send itself SIGTERM
-// (a scheduler's preemption notice). Exit status: 0 when training finished,
-// 75 (kPreemptedExitCode) when a signal stopped it after a checkpoint, 1 on
-// an error (printed).
+// Each rank prints `loss <step> <its loss>` per step and, at the end, each
+// epoch's test-set accuracy (250 samples of their own, evaluated in shards
+// over the ranks) and `rank R: done, step S`; rank 0 writes the final
+// weights to --out (hex floats, one line per tensor). --die_rank/--die_step end
+// a rank mid-run as a crash does; --signal_rank/--signal_step make a rank send
+// itself SIGTERM (a scheduler's preemption notice). Exit status: 0 when
+// training finished, 75 (kPreemptedExitCode) when a signal stopped it after a
+// checkpoint, 1 on an error (printed).
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -66,15 +67,18 @@ namespace kindling::distributed {
 namespace {
 
 constexpr int64_t kSamples = 640;
+constexpr int64_t kTestSamples = 250;  // 8 test batches of 32, the last of 26
+constexpr int64_t kTestBatch = 32;
 constexpr int64_t kFeatures = 16;
 constexpr int64_t kClasses = 4;
 
-data::ImageDataset SyntheticDataset() {
-  Generator generator(11);
+data::ImageDataset SyntheticDataset(uint64_t seed = 11,
+                                    int64_t samples = kSamples) {
+  Generator generator(seed);
   data::ImageDataset dataset;
-  dataset.images = Tensor<2>::RandomNormal({kSamples, kFeatures}, generator);
+  dataset.images = Tensor<2>::RandomNormal({samples, kFeatures}, generator);
   dataset.labels =
-      dataset.images.narrow(1, 0, kClasses).argmax(1).reshape<1>({kSamples});
+      dataset.images.narrow(1, 0, kClasses).argmax(1).reshape<1>({samples});
   dataset.channels = 1;
   dataset.rows = 1;
   dataset.cols = kFeatures;
@@ -136,7 +140,7 @@ int Run() {
   const bool dies = rank == absl::GetFlag(FLAGS_die_rank);
   const bool signalled = rank == absl::GetFlag(FLAGS_signal_rank);
   train::ClassifierTrainer<examples::Mlp> trainer(
-      model, *optimizer, loader, {},
+      model, *optimizer, loader, SyntheticDataset(13, kTestSamples),
       [p = absl::GetFlag(FLAGS_dropout)](
           const examples::Mlp& m, const data::Batch& batch,
           nn::ForwardMode mode, PhiloxGenerator& rng) {
@@ -151,6 +155,7 @@ int Run() {
       {.epochs = 4,
        .out_dir = absl::GetFlag(FLAGS_out_dir),
        .resume = absl::GetFlag(FLAGS_resume),
+       .eval_batch_size = kTestBatch,
        .progress = {.quiet = true},
        .on_step =
            [&](int64_t step, double loss) {
@@ -171,6 +176,11 @@ int Run() {
   }
   if (!absl::GetFlag(FLAGS_resume) && !LazyOnlyOnRankZero(lazy_copy, rank)) {
     return 1;
+  }
+  for (const train::EpochReport& epoch : report->epochs) {
+    std::printf("rank %d: epoch %lld test_accuracy %.9g\n", rank,
+                static_cast<long long>(epoch.epoch),
+                epoch.metric("test_accuracy"));
   }
   std::printf("rank %d: %s, step %lld, signal %d, %lld buckets\n", rank,
               report->stopped_early ? "stopped" : "done",

@@ -1,6 +1,7 @@
 // ClassifierTrainer<M>: the Trainer (trainer.h) for image classification,
 // ready made: cross-entropy on a forward function's logits, and test-set
-// accuracy after each epoch.
+// accuracy after each epoch (with several ranks, each evaluates a shard of
+// the test set).
 //
 //   kindling::train::ClassifierTrainer<Mlp> trainer(
 //       model, *optimizer, loader, test_set,
@@ -31,6 +32,7 @@
 #include "kindling/tensor/tensor.h"
 #include "kindling/train/accuracy.h"
 #include "kindling/train/batch_device.h"
+#include "kindling/train/metrics.h"
 #include "kindling/train/trainer.h"
 
 namespace kindling::train {
@@ -41,20 +43,27 @@ using ClassifierForwardFn =
     std::function<Tensor<2>(const M& model, const data::Batch& batch,
                             nn::ForwardMode mode, PhiloxGenerator& dropout)>;
 
-// EvaluateAccuracy() is the fraction of `test_set` whose argmax logit is the
-// label, in inference mode under NoGradGuard (no graph is recorded), in
-// batches of `batch_size`, each moved to the model's device.
+// AccuracySum() is shard `shard` of the test-set accuracy: its correct
+// predictions (argmax logit == label) over its examples, in inference mode
+// under NoGradGuard (no graph is recorded), in batches of `batch_size`, each
+// moved to the model's device. Shards take whole batches of the unsharded
+// evaluation, so each batch's logits are the ones it computes.
 template <Module M, class ForwardFn>
-double EvaluateAccuracy(const M& model, const data::ImageDataset& test_set,
-                        const ForwardFn& forward, int64_t batch_size = 1000) {
+MetricSum AccuracySum(const M& model, const data::ImageDataset& test_set,
+                      const ForwardFn& forward, int64_t batch_size = 1000,
+                      EvalShard shard = {}) {
   const int64_t n = test_set.labels.dim(0);
+  batch_size = std::max<int64_t>(batch_size, 1);  // as accumulation_steps
+  const auto [first_batch, end_batch] =
+      shard.Range((n + batch_size - 1) / batch_size);
   NoGradGuard no_grad;
   PhiloxGenerator unused(0);  // inference draws nothing
   // A model spread over several devices gets the batches where they are
   // (its forward decides).
   const absl::StatusOr<Device> device = ModelDevice(model);
-  int64_t correct = 0;
-  for (int64_t begin = 0; begin < n; begin += batch_size) {
+  MetricSum accuracy{.name = "test_accuracy"};
+  for (int64_t b = first_batch; b < end_batch; ++b) {
+    const int64_t begin = b * batch_size;
     const int64_t size = std::min(batch_size, n - begin);
     data::Batch batch{.images = test_set.images.narrow(0, begin, size),
                       .labels = test_set.labels.narrow(0, begin, size),
@@ -62,11 +71,22 @@ double EvaluateAccuracy(const M& model, const data::ImageDataset& test_set,
                       .rows = test_set.rows,
                       .cols = test_set.cols};
     if (device.ok()) batch = BatchOnDevice(batch, *device);
-    correct +=
+    accuracy.sum += static_cast<double>(
         CountCorrect(forward(model, batch, nn::ForwardMode::kInference, unused),
-                     batch.labels);
+                     batch.labels));
+    accuracy.weight += static_cast<double>(size);
   }
-  return n > 0 ? static_cast<double>(correct) / n : 0;
+  return accuracy;
+}
+
+// EvaluateAccuracy() is the fraction of `test_set` that AccuracySum()
+// counts correct (0 for an empty set).
+template <Module M, class ForwardFn>
+double EvaluateAccuracy(const M& model, const data::ImageDataset& test_set,
+                        const ForwardFn& forward, int64_t batch_size = 1000) {
+  return MeansOf({AccuracySum(model, test_set, forward, batch_size)})
+      .front()
+      .second;
 }
 
 // ClassificationStep() is the step function of a classifier: cross-entropy
@@ -97,10 +117,10 @@ class ClassifierTrainer
                     data::DataLoader<data::ImageDataset>& loader,
                     data::ImageDataset test_set, ForwardFn forward,
                     TrainerOptions options)
-      : Base(
-            model, optimizer, loader,
-            ClassificationStep<M>(forward, options.label_smoothing), options,
-            AccuracyOn(std::move(test_set), forward, options.eval_batch_size)) {
+      : Base(model, optimizer, loader,
+             ClassificationStep<M>(forward, options.label_smoothing), options) {
+    this->SetShardedEvaluation(
+        AccuracyOn(std::move(test_set), forward, options.eval_batch_size));
   }
 
   // Accuracy() is the test set's accuracy now (0 without a test set).
@@ -110,14 +130,15 @@ class ClassifierTrainer
   }
 
  private:
-  static typename Base::EvalFn AccuracyOn(data::ImageDataset test_set,
-                                          ForwardFn forward,
-                                          int64_t batch_size) {
+  // AccuracyOn(): the test-set accuracy, sharded over the ranks.
+  static typename Base::ShardedEvalFn AccuracyOn(data::ImageDataset test_set,
+                                                 ForwardFn forward,
+                                                 int64_t batch_size) {
     if (!test_set.images.defined()) return nullptr;
     return [test_set = std::move(test_set), forward = std::move(forward),
-            batch_size](const M& model) {
-      return Metrics{{"test_accuracy",
-                      EvaluateAccuracy(model, test_set, forward, batch_size)}};
+            batch_size](const M& model, EvalShard shard) {
+      return MetricSums{
+          AccuracySum(model, test_set, forward, batch_size, shard)};
     };
   }
 };

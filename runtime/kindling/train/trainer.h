@@ -37,12 +37,15 @@
 // initialize on rank 0 only), then each step averages the gradients over
 // the ranks while backward runs (distributed/gradient_sync.h) and agrees on
 // the mean loss and on whether to stop, in one small all-reduce. Only rank
-// 0 prints progress, evaluates and writes checkpoints (every rank's model is
-// the same); `resume` makes every rank load out_dir's latest checkpoint,
-// so out_dir must be a path every rank reads (one machine, or a shared
-// file system), and the ranks check they resumed the same step. The
-// collective timeout must exceed rank 0's evaluation and checkpoint time,
-// which the other ranks spend waiting in the next step.
+// 0 prints progress and writes checkpoints (every rank's model is the
+// same); it also evaluates alone, unless the evaluation is sharded
+// (SetShardedEvaluation(): every rank then evaluates its shard, as
+// ClassifierTrainer's test-set accuracy does). `resume` makes every rank
+// load out_dir's latest checkpoint, so out_dir must be a path every rank
+// reads (one machine, or a shared file system), and the ranks check they
+// resumed the same step. The collective timeout must exceed rank 0's
+// evaluation and checkpoint time, which the other ranks spend waiting in
+// the next step.
 //
 // Stopping: SIGINT, SIGTERM and SIGUSR1 (interrupt.h) stop between two
 // steps — on N ranks at the same step, agreed through the communicator —
@@ -86,6 +89,7 @@
 #include "kindling/train/batch_device.h"
 #include "kindling/train/checkpoint.h"
 #include "kindling/train/interrupt.h"
+#include "kindling/train/metrics.h"
 #include "kindling/train/progress.h"
 
 namespace kindling::train {
@@ -142,9 +146,6 @@ struct StepContext {
   // device: where the model lives; move the batch there.
   Device device = Device::Cpu();
 };
-
-// Metrics: named figures of an evaluation, in the order they print.
-using Metrics = std::vector<std::pair<std::string, double>>;
 
 // EpochReport: one finished epoch.
 struct EpochReport {
@@ -209,8 +210,16 @@ class Trainer {
   using StepFn = std::function<Tensor<0>(const M& model, const BatchType& batch,
                                          StepContext& context)>;
   // EvalFn: the model's metrics, called under NoGradGuard at each epoch's
-  // end (it runs the model in inference mode itself); may be empty.
+  // end (it runs the model in inference mode itself); may be empty. With
+  // several ranks rank 0 alone calls it; the others wait.
   using EvalFn = std::function<Metrics(const M& model)>;
+  // ShardedEvalFn: an evaluation that can be split over ranks: its figures
+  // on shard `shard` of the evaluation data, as sums and weights (metrics.h).
+  // Set with SetShardedEvaluation(), it replaces EvalFn: with several ranks
+  // every rank evaluates its shard at each epoch's end and the figures are
+  // added over the ranks, so each rank's EpochReport holds them.
+  using ShardedEvalFn =
+      std::function<MetricSums(const M& model, EvalShard shard)>;
 
   // The trainer keeps references to model, optimizer and loader.
   Trainer(M& model, Optimizer& optimizer, Loader& loader, StepFn step,
@@ -236,10 +245,18 @@ class Trainer {
     return static_cast<double>(loss->template item<float>());
   }
 
-  // Evaluate() is the evaluation function's metrics (empty without one).
+  // SetShardedEvaluation() makes `evaluate` the evaluation (see
+  // ShardedEvalFn); null goes back to the EvalFn given at construction.
+  void SetShardedEvaluation(ShardedEvalFn evaluate) {
+    sharded_evaluate_ = std::move(evaluate);
+  }
+
+  // Evaluate() is the evaluation's metrics on the whole evaluation data, in
+  // this process alone (empty without an evaluation).
   Metrics Evaluate() const {
-    if (!evaluate_) return {};
     NoGradGuard no_grad;
+    if (sharded_evaluate_) return MeansOf(sharded_evaluate_(model_, {}));
+    if (!evaluate_) return {};
     return evaluate_(model_);
   }
 
@@ -254,8 +271,8 @@ class Trainer {
                       .dropout = rng_.state()};
   }
 
-  // is_root() is true on rank 0 (and alone): the rank that prints,
-  // evaluates and saves.
+  // is_root() is true on rank 0 (and alone): the rank that prints and
+  // saves, and runs an EvalFn.
   bool is_root() const {
     return Distributed() == nullptr || Distributed()->rank() == 0;
   }
@@ -303,6 +320,17 @@ class Trainer {
   absl::Status StepAccumulated(Gradients& sum,
                                const std::vector<ParamId>& order);
   absl::StatusOr<bool> RunEpoch(TrainReport& report, ProgressPrinter& progress);
+  // EvaluateEpoch() is an epoch's metrics: Evaluate() on rank 0 (empty on
+  // the others), or with a sharded evaluation every rank's shard added up.
+  absl::StatusOr<Metrics> EvaluateEpoch() const {
+    distributed::Communicator* comm = Distributed();
+    if (comm == nullptr || !sharded_evaluate_) {
+      return is_root() ? Evaluate() : Metrics{};
+    }
+    NoGradGuard no_grad;
+    return AddAcrossRanks(
+        sharded_evaluate_(model_, {comm->rank(), comm->world_size()}), *comm);
+  }
   bool ShouldStop() const {
     return InterruptRequested() ||
            (options_.max_steps > 0 &&
@@ -354,6 +382,7 @@ class Trainer {
   Loader& loader_;
   StepFn step_;
   EvalFn evaluate_;
+  ShardedEvalFn sharded_evaluate_;
   TrainerOptions options_;
   PhiloxGenerator rng_;
   uint64_t dropout_seed_ = options_.dropout_seed;
@@ -603,10 +632,12 @@ absl::StatusOr<bool> Trainer<M, Loader>::RunEpoch(TrainReport& report,
                                  : "; checkpoint saved, --resume continues"));
     return false;
   }
+  absl::StatusOr<Metrics> metrics = EvaluateEpoch();
+  if (!metrics.ok()) return metrics.status();
   EpochReport epoch_report{
       .epoch = epoch,
       .train_loss = mean_loss(),
-      .metrics = is_root() ? Evaluate() : Metrics{},
+      .metrics = *std::move(metrics),
       .seconds = seconds,
       .samples_per_second = seconds > 0 ? samples * WorldSize() / seconds : 0};
   report.epochs.push_back(epoch_report);
