@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the quickstart briefly (60 training steps, then evaluation, checkpoint
 # and reload) and checks the lazy tour, that the model learned something,
-# and that the reloaded checkpoint evaluates exactly as the trained model.
+# and that the reloaded checkpoint evaluates exactly as the trained model;
+# then on two ranks (--nproc=2, Gloo and MPI) and stopped by SIGTERM.
 set -euo pipefail
 output=$("$1" --max_steps=60 --epochs=1)
 echo "$output"
@@ -26,6 +27,17 @@ echo "$output"
 grep -q 'data parallel: 2 ranks (gloo), 1 CPU threads each, 64 samples per rank per step' <<<"$output"
 grep -q 'reloaded: test accuracy .*, matches: yes' <<<"$output"
 [[ $(grep -c '^quickstart: test accuracy' <<<"$output") -eq 1 ]]
+# --nproc=2 --backend=mpi: the same two ranks through mpirun (Open MPI keeps
+# its session files under TMPDIR and reads ~/.openmpi: both the test's own).
+output=$(HOME="${TEST_TMPDIR}" TMPDIR="${TEST_TMPDIR}" "$1" --nproc=2 \
+  --backend=mpi --max_steps=30 --epochs=1 --out_dir="${TEST_TMPDIR}/mpi")
+echo "$output"
+grep -q 'data parallel: 2 ranks (mpi), 1 CPU threads each, 64 samples per rank per step' <<<"$output"
+grep -q 'reloaded: test accuracy .*, matches: yes' <<<"$output"
+[[ $(grep -c '^quickstart: test accuracy' <<<"$output") -eq 1 ]]
+# Without mpirun on PATH: a clear error, no training.
+if output=$(PATH=/nonexistent "$1" --nproc=2 --backend=mpi 2>&1); then exit 1; fi
+grep -q -- '--nproc=2 --backend=mpi: cannot run mpirun (No such file or directory); install' <<<"$output"
 # SIGTERM (a scheduler's preemption notice): the run stops at the next step
 # with a checkpoint, evaluates the model as stopped, and exits 75.
 "$1" --epochs=50 --out_dir="${TEST_TMPDIR}/term" >"${TEST_TMPDIR}/term.log" 2>&1 &

@@ -26,8 +26,8 @@ ABSL_FLAG(std::string, device, "cpu",
           "bare cuda is each rank's cuda:LOCAL_RANK)");
 ABSL_FLAG(int, nproc, 1,
           "data-parallel ranks to start on this machine (as kindling-launch "
-          "does); a process started as a rank (RANK/WORLD_SIZE/MASTER_* or "
-          "mpirun) joins its job instead");
+          "does; with --backend=mpi through mpirun); a process started as a "
+          "rank (RANK/WORLD_SIZE/MASTER_* or mpirun) joins its job instead");
 ABSL_FLAG(std::string, backend, "auto",
           "data-parallel engine: auto (MPI under mpirun, else Gloo), gloo, "
           "mpi, or nccl (GPU memory; a --config=cuda build)");
