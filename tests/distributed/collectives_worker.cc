@@ -9,9 +9,9 @@
 //       # rank 1 skips an AllReduce: the others must get DeadlineExceeded
 //   mpirun -np 2 collectives_worker --mode=die
 //       # rank 1 ends without MPI_Finalize during an AllReduce
-//   mpirun -np 2 collectives_worker \
-//       --expect_mca=coll_libnbc_iallreduce_algorithm=rabenseifner
-//       # also checks the value Open MPI took for an MCA variable
+//   mpirun -np 2 collectives_worker --expect_mca=NAME=VALUE,...
+//       # also checks the values Open MPI took for MCA variables (an enum
+//       # by its item's name: coll_libnbc_iallreduce_algorithm=rabenseifner)
 //
 // Every rank prints `rank R: N failures` last (mode die: the surviving
 // ranks, if mpirun lets them) and exits 0 iff N is 0.
