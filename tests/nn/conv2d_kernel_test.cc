@@ -4,7 +4,7 @@
 // gradients, with stride, padding and dilation, with and without a bias,
 // f32 and f64, a strided (transposed) input, and a batch smaller than the
 // thread count (one slab, GEMMs split across threads) and larger (one slab
-// per thread).
+// per thread); f32 patches of up to 12 taps take small_patch_products.h.
 #include <cmath>
 #include <cstdint>
 #include <ostream>
@@ -152,6 +152,36 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{{{3, 3}, {1, 1}, {1, 1}, {1, 1}},
                  {1, 6, 14, 14},
                  40,
+                 true,
+                 DType::kF32},
+        // Small f32 patches (small_patch_products.h): one channel strided
+        // and dilated (positions 4 x 5, a tail of 4 lanes); 3 x 4 (12 taps,
+        // the most) over 117 positions (14 vectors and 5 lanes); 2 channels
+        // of 2 x 3 (12 taps) without a bias; 2 x 2 on one channel, one
+        // sample. (13 taps: 1 channel of 1 x 13, the GEMM again.)
+        ConvCase{{{3, 3}, {2, 2}, {1, 2}, {2, 1}},
+                 {3, 1, 9, 8},
+                 5,
+                 true,
+                 DType::kF32},
+        ConvCase{{{3, 4}, {1, 1}, {1, 2}, {1, 1}},
+                 {3, 1, 9, 12},
+                 3,
+                 true,
+                 DType::kF32},
+        ConvCase{{{2, 3}, {1, 1}, {1, 1}, {1, 1}},
+                 {4, 2, 11, 10},
+                 6,
+                 false,
+                 DType::kF32},
+        ConvCase{{{2, 2}, {1, 1}, {0, 0}, {1, 1}},
+                 {1, 1, 6, 7},
+                 17,
+                 true,
+                 DType::kF32},
+        ConvCase{{{1, 13}, {1, 1}, {0, 6}, {1, 1}},
+                 {2, 1, 5, 9},
+                 4,
                  true,
                  DType::kF32},
         ConvCase{{{3, 2}, {2, 1}, {1, 0}, {1, 1}},

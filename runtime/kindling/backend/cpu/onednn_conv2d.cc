@@ -332,13 +332,13 @@ float* Sample(const TensorBase& tensor, int64_t n) {
 // KindlingsKernelIsFaster(): one input channel (a first layer on grey
 // images), where oneDNN's reorders into and out of its blocked layout cost
 // about what the arithmetic does. On the example CNN's conv1 (1 -> 32,
-// 28 x 28, batch 128; AVX-512, 2 threads) oneDNN took 1.38-1.75x Kindling's
-// time forward (benches/conv_bench); backward it took 0.70-0.84x there, with
-// the operands warm in cache, but a whole CNN epoch with conv1 through oneDNN
-// in both directions (KINDLING_ONEDNN=all) took 13.9-14.1 s against
-// 12.8-13.1 s with this rule (benches/train_bench, no peers, two runs of each
-// alternating, medians of 2; the matrix products on oneDNN in both): the
-// 6 MiB gradient it reorders each step arrives cold.
+// 28 x 28, batch 128; AVX-512, 2 threads, benches/conv_bench) oneDNN took
+// 1.37x Kindling's time forward and 1.38x backward (Kindling's weight and
+// bias gradients through small_patch_products.h). Before those kernels,
+// when oneDNN's backward was the faster with warm operands, a whole CNN
+// epoch with conv1 through oneDNN (KINDLING_ONEDNN=all) was still slower
+// (13.9-14.1 s against 12.8-13.1 s): the 6 MiB gradient it reorders each
+// step arrives cold.
 bool KindlingsKernelIsFaster(const Shape& input) {
   return GetOneDnnMode() != OneDnnMode::kAll && input[1] == 1;
 }
