@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,57 +67,67 @@ void Report(const std::string& name, const absl::Status& status,
   std::fflush(stdout);
 }
 
+// EnumItemName() is the name MPI_T enum `type` gives `value`, if any.
+std::optional<std::string> EnumItemName(MPI_T_enum type, int value) {
+  int items = 0;
+  char name[256];
+  int name_length = sizeof(name);
+  if (MPI_T_enum_get_info(type, &items, name, &name_length) != MPI_SUCCESS) {
+    return std::nullopt;
+  }
+  for (int i = 0; i < items; ++i) {
+    int item_value = 0;
+    name_length = sizeof(name);
+    if (MPI_T_enum_get_item(type, i, &item_value, name, &name_length) ==
+            MPI_SUCCESS &&
+        item_value == value) {
+      return std::string(name);
+    }
+  }
+  return std::nullopt;
+}
+
+// ReadIntCvar() is the value of the integer control variable `name` (an
+// enum's by its item's name), with MPI_T initialized.
+absl::StatusOr<std::string> ReadIntCvar(const std::string& name) {
+  int index = 0;
+  if (MPI_T_cvar_get_index(name.c_str(), &index) != MPI_SUCCESS) {
+    return absl::NotFoundError(absl::StrCat("no MCA variable ", name));
+  }
+  int verbosity = 0, bind = 0, scope = 0;
+  MPI_Datatype type;
+  MPI_T_enum enum_type = MPI_T_ENUM_NULL;
+  if (MPI_T_cvar_get_info(index, nullptr, nullptr, &verbosity, &type,
+                          &enum_type, nullptr, nullptr, &bind,
+                          &scope) != MPI_SUCCESS ||
+      type != MPI_INT) {
+    return absl::InternalError(absl::StrCat(name, " is not an int"));
+  }
+  MPI_T_cvar_handle handle;
+  int count = 0;
+  if (MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) != MPI_SUCCESS) {
+    return absl::InternalError(absl::StrCat("no handle for ", name));
+  }
+  int value = 0;
+  MPI_T_cvar_read(handle, &value);
+  MPI_T_cvar_handle_free(&handle);
+  if (enum_type != MPI_T_ENUM_NULL) {
+    if (std::optional<std::string> item = EnumItemName(enum_type, value)) {
+      return *item;
+    }
+  }
+  return absl::StrCat(value);
+}
+
 // ReadMcaVariable() reads an Open MPI MCA variable through the MPI tool
-// interface: an integer as its decimal value, an enum as its item's name.
+// interface.
 absl::StatusOr<std::string> ReadMcaVariable(const std::string& name) {
   int provided = 0;
   if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
     return absl::InternalError("MPI_T_init_thread failed");
   }
-  std::string value;
-  int index = 0;
-  MPI_T_cvar_handle handle;
-  int count = 0;
-  int verbosity = 0, bind = 0, scope = 0;
-  MPI_Datatype type;
-  MPI_T_enum enum_type = MPI_T_ENUM_NULL;
-  int number = 0;
-  char item[256];
-  int item_length = sizeof(item);
-  absl::Status status;
-  if (MPI_T_cvar_get_index(name.c_str(), &index) != MPI_SUCCESS) {
-    status = absl::NotFoundError(absl::StrCat("no MCA variable ", name));
-  } else if (MPI_T_cvar_get_info(index, nullptr, nullptr, &verbosity, &type,
-                                 &enum_type, nullptr, nullptr, &bind,
-                                 &scope) != MPI_SUCCESS ||
-             type != MPI_INT) {
-    status = absl::InternalError(absl::StrCat(name, " is not an int"));
-  } else if (MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) !=
-             MPI_SUCCESS) {
-    status = absl::InternalError(absl::StrCat("no handle for ", name));
-  } else {
-    MPI_T_cvar_read(handle, &number);
-    MPI_T_cvar_handle_free(&handle);
-    value = absl::StrCat(number);
-    int items = 0;
-    char enum_name[256];
-    int enum_name_length = sizeof(enum_name);
-    if (enum_type != MPI_T_ENUM_NULL &&
-        MPI_T_enum_get_info(enum_type, &items, enum_name, &enum_name_length) ==
-            MPI_SUCCESS) {
-      for (int i = 0; i < items; ++i) {
-        int item_value = 0;
-        item_length = sizeof(item);
-        if (MPI_T_enum_get_item(enum_type, i, &item_value, item,
-                                &item_length) == MPI_SUCCESS &&
-            item_value == number) {
-          value = item;
-        }
-      }
-    }
-  }
+  absl::StatusOr<std::string> value = ReadIntCvar(name);
   MPI_T_finalize();
-  if (!status.ok()) return status;
   return value;
 }
 
