@@ -25,9 +25,9 @@ namespace examples {
 // LaunchRanksIfAsked(): with --nproc > 1 in a process that is not a rank
 // yet, runs --nproc copies of this program with the same arguments and
 // returns the job's exit status (the first failing rank's); otherwise
-// nullopt: this process trains. With --backend=mpi the process becomes
-// `mpirun -np N` of itself instead (Open MPI's shared memory between the
-// ranks: faster than Gloo on one machine).
+// nullopt: this process trains. With --backend=mpi it runs `mpirun -np N`
+// of itself instead (Open MPI's shared memory between the ranks: faster
+// than Gloo on one machine) and relays signals to the ranks.
 std::optional<int> LaunchRanksIfAsked(int argc, char** argv);
 
 // Job: this process's place in its data-parallel job.

@@ -35,6 +35,22 @@ echo "$output"
 grep -q 'data parallel: 2 ranks (mpi), 1 CPU threads each, 64 samples per rank per step' <<<"$output"
 grep -q 'reloaded: test accuracy .*, matches: yes' <<<"$output"
 [[ $(grep -c '^quickstart: test accuracy' <<<"$output") -eq 1 ]]
+# SIGTERM to that launcher reaches the ranks (not mpirun, which would end
+# the job with status 1): they stop with a checkpoint, and the job exits 75.
+HOME="${TEST_TMPDIR}" TMPDIR="${TEST_TMPDIR}" "$1" --nproc=2 --backend=mpi \
+  --epochs=50 --out_dir="${TEST_TMPDIR}/mpi_term" >"${TEST_TMPDIR}/mpi_term.log" 2>&1 &
+pid=$!
+for _ in $(seq 300); do
+  grep -q '^data parallel: 2 ranks (mpi)' "${TEST_TMPDIR}/mpi_term.log" 2>/dev/null && break
+  sleep 0.1
+done
+sleep 1.5
+kill -TERM "$pid"
+status=0
+wait "$pid" || status=$?
+cat "${TEST_TMPDIR}/mpi_term.log"
+[[ $status -eq 75 ]]
+grep -q 'stopped by SIGTERM: exit 75, --resume continues' "${TEST_TMPDIR}/mpi_term.log"
 # Without mpirun on PATH: a clear error, no training.
 if output=$(PATH=/nonexistent "$1" --nproc=2 --backend=mpi 2>&1); then exit 1; fi
 grep -q -- '--nproc=2 --backend=mpi: cannot run mpirun (No such file or directory); install' <<<"$output"
