@@ -35,38 +35,34 @@ echo "$output"
 grep -q 'data parallel: 2 ranks (mpi), 1 CPU threads each, 64 samples per rank per step' <<<"$output"
 grep -q 'reloaded: test accuracy .*, matches: yes' <<<"$output"
 [[ $(grep -c '^quickstart: test accuracy' <<<"$output") -eq 1 ]]
-# SIGTERM to that launcher reaches the ranks (not mpirun, which would end
-# the job with status 1): they stop with a checkpoint, and the job exits 75.
-HOME="${TEST_TMPDIR}" TMPDIR="${TEST_TMPDIR}" "$1" --nproc=2 --backend=mpi \
-  --epochs=50 --out_dir="${TEST_TMPDIR}/mpi_term" >"${TEST_TMPDIR}/mpi_term.log" 2>&1 &
-pid=$!
-for _ in $(seq 300); do
-  grep -q '^data parallel: 2 ranks (mpi)' "${TEST_TMPDIR}/mpi_term.log" 2>/dev/null && break
-  sleep 0.1
-done
-sleep 1.5
-kill -TERM "$pid"
-status=0
-wait "$pid" || status=$?
-cat "${TEST_TMPDIR}/mpi_term.log"
-[[ $status -eq 75 ]]
-grep -q 'stopped by SIGTERM: exit 75, --resume continues' "${TEST_TMPDIR}/mpi_term.log"
 # Without mpirun on PATH: a clear error, no training.
 if output=$(PATH=/nonexistent "$1" --nproc=2 --backend=mpi 2>&1); then exit 1; fi
 grep -q -- '--nproc=2 --backend=mpi: cannot run mpirun (No such file or directory); install' <<<"$output"
-# SIGTERM (a scheduler's preemption notice): the run stops at the next step
-# with a checkpoint, evaluates the model as stopped, and exits 75.
-"$1" --epochs=50 --out_dir="${TEST_TMPDIR}/term" >"${TEST_TMPDIR}/term.log" 2>&1 &
-pid=$!
-for _ in $(seq 300); do
-  grep -q '^Part 2: training' "${TEST_TMPDIR}/term.log" 2>/dev/null && break
-  sleep 0.1
-done
-sleep 1.5
-kill -TERM "$pid"
-status=0
-wait "$pid" || status=$?
-cat "${TEST_TMPDIR}/term.log"
-[[ $status -eq 75 ]]
-grep -q 'stopped by SIGTERM: exit 75, --resume continues' "${TEST_TMPDIR}/term.log"
-grep -q 'reloaded: test accuracy .*, matches: yes' "${TEST_TMPDIR}/term.log"
+# term_exits_75 NAME READY FLAGS...: runs the quickstart with FLAGS, sends it
+# SIGTERM (a scheduler's preemption notice) 1.5 s after a line matching READY,
+# and expects the run to stop at the next step with a checkpoint, evaluate
+# the model as stopped, and exit 75.
+term_exits_75() {
+  local name="$1" ready="$2" log="${TEST_TMPDIR}/$1.log"
+  shift 2
+  "${quickstart}" --epochs=50 --out_dir="${TEST_TMPDIR}/${name}" "$@" >"${log}" 2>&1 &
+  local pid=$!
+  for _ in $(seq 300); do
+    grep -q "${ready}" "${log}" 2>/dev/null && break
+    sleep 0.1
+  done
+  sleep 1.5
+  kill -TERM "${pid}"
+  local status=0
+  wait "${pid}" || status=$?
+  cat "${log}"
+  [[ ${status} -eq 75 ]]
+  grep -q 'stopped by SIGTERM: exit 75, --resume continues' "${log}"
+  grep -q 'reloaded: test accuracy .*, matches: yes' "${log}"
+}
+quickstart="$1"
+term_exits_75 term '^Part 2: training'
+# The same through mpirun: the launcher relays SIGTERM to the ranks (sent to
+# mpirun, it would end the job with status 1).
+HOME="${TEST_TMPDIR}" TMPDIR="${TEST_TMPDIR}" term_exits_75 mpi_term \
+  '^data parallel: 2 ranks (mpi)' --nproc=2 --backend=mpi
