@@ -84,9 +84,7 @@ MetricSum AccuracySum(const M& model, const data::ImageDataset& test_set,
 template <Module M, class ForwardFn>
 double EvaluateAccuracy(const M& model, const data::ImageDataset& test_set,
                         const ForwardFn& forward, int64_t batch_size = 1000) {
-  return MeansOf({AccuracySum(model, test_set, forward, batch_size)})
-      .front()
-      .second;
+  return AccuracySum(model, test_set, forward, batch_size).Mean();
 }
 
 // ClassificationStep() is the step function of a classifier: cross-entropy

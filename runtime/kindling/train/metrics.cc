@@ -58,7 +58,7 @@ Metrics MeansOf(const MetricSums& sums) {
   Metrics means;
   means.reserve(sums.size());
   for (const MetricSum& sum : sums) {
-    means.emplace_back(sum.name, sum.weight != 0 ? sum.sum / sum.weight : 0);
+    means.emplace_back(sum.name, sum.Mean());
   }
   return means;
 }

@@ -30,6 +30,9 @@ struct MetricSum {
   std::string name;
   double sum = 0;
   double weight = 0;
+
+  // Mean() is sum / weight, 0 where the weight is 0 (nothing evaluated).
+  double Mean() const { return weight != 0 ? sum / weight : 0; }
 };
 using MetricSums = std::vector<MetricSum>;
 
@@ -47,7 +50,7 @@ struct EvalShard {
   }
 };
 
-// MeansOf() is each sum divided by its weight (0 where the weight is 0).
+// MeansOf() is each figure's Mean().
 Metrics MeansOf(const MetricSums& sums);
 
 // AddAcrossRanks() adds every rank's sums and weights (in f64) and returns
