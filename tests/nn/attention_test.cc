@@ -250,6 +250,11 @@ INSTANTIATE_TEST_SUITE_P(
             // Causal with more queries than keys, and the reverse.
             FusedCase{2, 2, 100, 67, 4, 4, true, false},
             FusedCase{1, 2, 33, 150, 4, 6, true, true},
+            // The forward's 256-key blocks: two full ones and a ragged
+            // third, causal and padded; and the causal diagonal crossing
+            // a block's inner tiles.
+            FusedCase{2, 1, 70, 600, 4, 3, false, true},
+            FusedCase{2, 1, 330, 330, 4, 4, true, true},
             // One query, one key.
             FusedCase{1, 1, 1, 1, 3, 2, false, false}),
         ::testing::Values(DType::kF32, DType::kF64)));

@@ -3,8 +3,8 @@
 // The exponentials run sixteen floats at a time where the CPU has AVX-512
 // (Exp16, with the masks as one bit per key), else eight (Exp8).
 //
-// Forward, per (head, tile of kTile queries): for each tile of kTile keys,
-// S = q k^T (one GEMM), scaled and masked; an online softmax keeps each
+// Forward, per (head, tile of kTile queries): for each block of kKeyBlock
+// keys, S = q k^T (one GEMM), scaled and masked; an online softmax keeps each
 // row's running max m and sum l and rescales the output accumulator when m
 // grows, then adds P v (a second GEMM). The output is the accumulator / l
 // and the row's log-sum-exp m + log l is kept for the backward.
@@ -37,6 +37,12 @@ using cpu::Gemm;
 using cpu::GemmAccumulate;
 
 constexpr int64_t kTile = 64;
+// The forward's blocks of keys are four tiles wide: at T = 2048 (causal,
+// batch 4, 4 heads of 32, benches/attention_bench) the forward with 256-key
+// blocks took 0.75-0.78x the time it took with 64-key ones, whose two small
+// GEMMs per block paid oneDNN's fixed cost per call four times as often.
+constexpr int64_t kKeyBlock = 256;
+constexpr int64_t kWordsPerBlock = kKeyBlock / 64;
 
 // ExpRow() sets row[c] = e^(row[c] * multiplier - shift) for c < count: eight
 // floats at a time with Exp8 (<= 2 ulp; -inf gives 0), std::exp for f64.
@@ -84,9 +90,11 @@ Masks MasksOf(const FusedAttentionShape& shape,
           shape.keys};
 }
 
-// ForwardTile's state for one tile of queries against one tile of keys:
-// s holds the tile's scores q k^T, rows x cols at a stride of kTile; m and l
-// are each query's running max and sum, acc its output accumulator.
+// ForwardTile's state for one tile of queries against one block of keys:
+// s holds the block's scores q k^T, rows x cols, dense (with a stride of
+// kKeyBlock whatever the block's width, the forward at T = 128 took 2-3x
+// the time); m and l are each query's running max and sum, acc its output
+// accumulator.
 template <class T>
 struct ScoreTile {
   int64_t batch, q0, rows, k0, cols, dv;
@@ -116,7 +124,7 @@ template <class T>
 void SoftmaxRows(const Masks& masks, const ScoreTile<T>& tile) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   for (int64_t r = 0; r < tile.rows; ++r) {
-    T* row = tile.s + r * kTile;
+    T* row = tile.s + r * tile.cols;
     T row_max = kNegInf;
     for (int64_t c = 0; c < tile.cols; ++c) {
       row[c] = masks.Skips(tile.batch, tile.q0 + r, tile.k0 + c)
@@ -159,26 +167,67 @@ uint64_t RowKeptKeys(const Masks& masks, uint64_t tile_kept, int64_t query,
   return visible <= 0 ? 0 : tile_kept & ((uint64_t{1} << visible) - 1);
 }
 
+// BlockKeys: one bit per key of a block of up to kKeyBlock keys, 64 to a
+// word.
+struct BlockKeys {
+  uint64_t words[kWordsPerBlock];
+
+  bool None() const {
+    for (const uint64_t word : words) {
+      if (word != 0) return false;
+    }
+    return true;
+  }
+  // Lanes() is the bits of keys [16 j, 16 j + 16).
+  __mmask16 Lanes(int64_t j) const {
+    return static_cast<__mmask16>(words[j / 4] >> (16 * (j % 4)));
+  }
+};
+
+// BlockKeptKeys() is KeptKeys() of each tile of the block of `cols` keys
+// from k0.
+BlockKeys BlockKeptKeys(const Masks& masks, int64_t batch, int64_t k0,
+                        int64_t cols) {
+  BlockKeys kept{};
+  for (int64_t w = 0; w < kWordsPerBlock && 64 * w < cols; ++w) {
+    kept.words[w] = KeptKeys(masks, batch, k0 + 64 * w,
+                             std::min<int64_t>(64, cols - 64 * w));
+  }
+  return kept;
+}
+
+// RowBlockKeys() is RowKeptKeys() of each tile of the block.
+BlockKeys RowBlockKeys(const Masks& masks, const BlockKeys& block_kept,
+                       int64_t query, int64_t k0) {
+  BlockKeys kept;
+  for (int64_t w = 0; w < kWordsPerBlock; ++w) {
+    kept.words[w] = RowKeptKeys(masks, block_kept.words[w], query, k0 + 64 * w);
+  }
+  return kept;
+}
+
 // SoftmaxRows16() is SoftmaxRows() for f32 on sixteen lanes, the masks as
 // one bit per key (REQUIRES: HasAvx512()). A masked lane's exponent is
 // computed as e^0 and zeroed, which keeps Exp16 on its fast path.
 KINDLING_AVX512_BEGIN
 KINDLING_AVX512 void SoftmaxRows16(const Masks& masks,
                                    const ScoreTile<float>& tile) {
-  const uint64_t tile_kept = KeptKeys(masks, tile.batch, tile.k0, tile.cols);
+  const BlockKeys block_kept =
+      BlockKeptKeys(masks, tile.batch, tile.k0, tile.cols);
   const __m512 scale = _mm512_set1_ps(tile.scale);
   const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
   const int64_t chunks = (tile.cols + 15) / 16;
   for (int64_t r = 0; r < tile.rows; ++r) {
-    float* row = tile.s + r * kTile;
-    const uint64_t kept = RowKeptKeys(masks, tile_kept, tile.q0 + r, tile.k0);
-    if (kept == 0) {  // no key of this tile: weights 0, m and l unchanged
+    float* row = tile.s + r * tile.cols;
+    const BlockKeys kept =
+        RowBlockKeys(masks, block_kept, tile.q0 + r, tile.k0);
+    if (kept.None()) {  // no key of this block: weights 0, m and l unchanged
       std::fill(row, row + tile.cols, 0.0f);
       continue;
     }
     __m512 maxima = neg_inf;
     for (int64_t j = 0; j < chunks; ++j) {
-      const __mmask16 lanes = static_cast<__mmask16>(kept >> (16 * j));
+      const __mmask16 lanes = kept.Lanes(j);
       const __m512 x = _mm512_mask_mul_ps(
           neg_inf, lanes, _mm512_maskz_loadu_ps(lanes, row + 16 * j), scale);
       maxima = _mm512_max_ps(maxima, x);
@@ -191,12 +240,15 @@ KINDLING_AVX512 void SoftmaxRows16(const Masks& masks,
     const __m512 shift = _mm512_set1_ps(m_new);
     __m512 sums = _mm512_setzero_ps();
     for (int64_t j = 0; j < chunks; ++j) {
-      const __mmask16 lanes = static_cast<__mmask16>(kept >> (16 * j));
+      const __mmask16 lanes = kept.Lanes(j);
+      // The rows are dense: the last chunk of a row may not touch the next.
+      const __mmask16 in_row = static_cast<__mmask16>(
+          tile.cols - 16 * j >= 16 ? 0xFFFF : (1u << (tile.cols - 16 * j)) - 1);
       const __m512 x = _mm512_maskz_fmsub_ps(
-          lanes, _mm512_loadu_ps(row + 16 * j), scale, shift);
+          lanes, _mm512_maskz_loadu_ps(lanes, row + 16 * j), scale, shift);
       const __m512 weights = _mm512_maskz_mov_ps(lanes, cpu::Exp16(x));
       sums = _mm512_add_ps(sums, weights);
-      _mm512_storeu_ps(row + 16 * j, weights);
+      _mm512_mask_storeu_ps(row + 16 * j, in_row, weights);
     }
     UpdateRow(tile, r, m_new, _mm512_reduce_add_ps(sums));
   }
@@ -215,13 +267,13 @@ void ForwardTile(const FusedAttentionShape& shape, const Masks& masks,
   const T* v = t.v.data_as<const T>() + bh * shape.keys * dv;
   T* out = t.out.data_as<T>() + (bh * shape.queries + q0) * dv;
   T* lse = t.logsumexp.data_as<T>() + bh * shape.queries + q0;
-  std::vector<T> s(kTile * kTile), acc(rows * dv, T{0});
-  std::vector<T> m(rows, -std::numeric_limits<T>::infinity()), l(rows, T{0});
   const int64_t key_end = masks.KeyEnd(q0 + rows);
-  for (int64_t k0 = 0; k0 < key_end; k0 += kTile) {
-    const int64_t cols = std::min(kTile, key_end - k0);
+  std::vector<T> s(rows * std::min(kKeyBlock, key_end)), acc(rows * dv, T{0});
+  std::vector<T> m(rows, -std::numeric_limits<T>::infinity()), l(rows, T{0});
+  for (int64_t k0 = 0; k0 < key_end; k0 += kKeyBlock) {
+    const int64_t cols = std::min(kKeyBlock, key_end - k0);
     Gemm<T>(CblasNoTrans, CblasTrans, rows, cols, dh, q, dh, k + k0 * dh, dh,
-            s.data(), kTile);
+            s.data(), cols);
     const ScoreTile<T> tile{bh / shape.heads,
                             q0,
                             rows,
@@ -242,7 +294,7 @@ void ForwardTile(const FusedAttentionShape& shape, const Masks& masks,
     } else {
       SoftmaxRows(masks, tile);
     }
-    Gemm<T>(CblasNoTrans, CblasNoTrans, rows, dv, cols, s.data(), kTile,
+    Gemm<T>(CblasNoTrans, CblasNoTrans, rows, dv, cols, s.data(), cols,
             v + k0 * dv, dv, acc.data(), dv, GemmAccumulate::kAdd);
   }
   for (int64_t r = 0; r < rows; ++r) {
