@@ -499,6 +499,25 @@ run_examples() {
       check "$name --device=$device" FAIL "exit code $rc: $(tail -n 3 "$LOGS/$name.log" | tr '\n' ' ')"
     fi
   done
+  ((cpu_smoke)) || run_nccl_rank
+}
+
+# The Trainer's data-parallel path on GPU memory, as one NCCL rank (a
+# machine with one GPU can hold no second): the parameters' broadcast, the
+# bucketed all-reduce of device gradients and the sharded evaluation's sums
+# all go through NCCL, as they would across N GPUs.
+run_nccl_rank() {
+  local name="quickstart, one NCCL rank" rc=0
+  RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
+    MASTER_PORT=29531 run_timed "$LOGS/quickstart_nccl.log" \
+    "$BUNDLE/bin/quickstart" --backend=nccl --device=cuda \
+    --data_dir="$BUNDLE/data" --epochs=1 --out_dir="$SCRATCH/quickstart_nccl.out" ||
+    rc=$?
+  if ((rc == 0)); then
+    check "$name" PASS "$(grep -m1 -iE 'test accuracy' "$LOGS/quickstart_nccl.log" | cut -c1-200)"
+  else
+    check "$name" FAIL "exit code $rc: $(tail -n 3 "$LOGS/quickstart_nccl.log" | tr '\n' ' ')"
+  fi
 }
 
 # --- Main ----------------------------------------------------------------------
