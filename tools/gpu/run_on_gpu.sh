@@ -502,10 +502,11 @@ run_examples() {
   ((cpu_smoke)) || run_nccl_rank
 }
 
-# The Trainer's data-parallel path on GPU memory, as one NCCL rank (a
-# machine with one GPU can hold no second): the parameters' broadcast, the
-# bucketed all-reduce of device gradients and the sharded evaluation's sums
-# all go through NCCL, as they would across N GPUs.
+# An example launched as one rank of an NCCL job (a machine with one GPU can
+# hold no second): the rendezvous through the store, NCCL's communicator on
+# cuda:LOCAL_RANK and the example's check that --device names that GPU. With
+# one rank the Trainer makes no collective calls (it skips them at world size
+# 1); those run in nccl_communicator_test.
 run_nccl_rank() {
   local name="quickstart, one NCCL rank" rc=0
   RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
