@@ -250,9 +250,9 @@ INSTANTIATE_TEST_SUITE_P(
             // Causal with more queries than keys, and the reverse.
             FusedCase{2, 2, 100, 67, 4, 4, true, false},
             FusedCase{1, 2, 33, 150, 4, 6, true, true},
-            // The forward's 256-key blocks: two full ones and a ragged
-            // third, causal and padded; and the causal diagonal crossing
-            // a block's inner tiles.
+            // The forward's 256-key blocks (two full ones and a ragged
+            // third, padded), and the backward's 256-query blocks (two,
+            // causal and padded).
             FusedCase{2, 1, 70, 600, 4, 3, false, true},
             FusedCase{2, 1, 330, 330, 4, 4, true, true},
             // One query, one key.
