@@ -171,6 +171,7 @@ std::vector<BinaryCase> AllBinaryCases() {
       case BinaryOp::kMaximum:
       case BinaryOp::kMinimum:
       case BinaryOp::kReluBackward:
+      case BinaryOp::kGeluBackward:
         cases.push_back({op, -2, 2});
         break;
       case BinaryOp::kDiv:
@@ -199,10 +200,10 @@ INSTANTIATE_TEST_SUITE_P(AllBinaryOps, BinaryGradientTest,
 // scalar path passes it by value and materializes it only for the
 // gradients that read it).
 TEST(ScalarGradientTest, BitIdenticalToARankZeroOperand) {
-  const BinaryOp ops[] = {BinaryOp::kAdd,     BinaryOp::kSub,
-                          BinaryOp::kMul,     BinaryOp::kDiv,
-                          BinaryOp::kPow,     BinaryOp::kMaximum,
-                          BinaryOp::kMinimum, BinaryOp::kReluBackward};
+  const BinaryOp ops[] = {
+      BinaryOp::kAdd,     BinaryOp::kSub,          BinaryOp::kMul,
+      BinaryOp::kDiv,     BinaryOp::kPow,          BinaryOp::kMaximum,
+      BinaryOp::kMinimum, BinaryOp::kReluBackward, BinaryOp::kGeluBackward};
   Generator generator(21);
   // Includes 0, 1, 2 and a negative, so pow's masks and max/min ties hit.
   const std::vector<int64_t> points = {0, 1, 2, -3, 5, 2};

@@ -73,6 +73,9 @@ double BinaryReference(BinaryOp op, double a, double b) {
       return std::fmin(a, b);
     case BinaryOp::kReluBackward:
       return b > 0 ? a : 0;
+    case BinaryOp::kGeluBackward:
+      return a * (0.5 * std::erfc(-b / std::sqrt(2.0)) +
+                  b * std::exp(-0.5 * b * b) / std::sqrt(2 * M_PI));
     case BinaryOp::kEqual:
       return a == b;
     case BinaryOp::kNotEqual:
@@ -224,6 +227,13 @@ TEST(OpTableDeathTest, RowsRefuseTheDTypesTheyDoNotAllow) {
     if (kindling::IsLogical(op)) {
       EXPECT_DEATH(kindling::ops::Binary(op, floats, floats),
                    "needs bool tensors");
+    }
+    if (kindling::BinaryKind(op) == OpOperands::kFloating) {
+      const TensorBase integers = Make({0, 1}, DType::kI64);
+      EXPECT_DEATH(kindling::ops::Binary(op, integers, integers),
+                   "needs floating-point tensors");
+      EXPECT_DEATH(kindling::ops::BinaryScalar(op, integers, 1),
+                   "needs floating-point tensors");
     }
   }
 }

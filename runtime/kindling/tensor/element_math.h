@@ -50,6 +50,26 @@ KINDLING_HOST_DEVICE inline T Gelu(T x) {
   return T(0.5) * x * erfc(-x * T(0.70710678118654752440));
 }
 
+// GeluBackward(): the incoming gradient times GELU's slope at `input`,
+// Phi(x) + x phi(x) (Phi, phi: the standard normal CDF and density). x is
+// clamped to [-40, 40] in the density term (where it is 0 in double), so
+// the slope at +-inf is 1 or 0, not inf * 0; NaN stays NaN. Integers never
+// get here (the op is floating-point only): they give 0.
+template <class T>
+KINDLING_HOST_DEVICE inline T GeluBackward(T grad, T input) {
+  if constexpr (std::is_integral_v<T>) {
+    return T(0);
+  } else {
+    using std::erfc;
+    using std::exp;
+    const T cdf = T(0.5) * erfc(-input * T(0.70710678118654752440));
+    const T clamped = input > T(40) ? T(40) : (input < T(-40) ? T(-40) : input);
+    const T density =
+        T(0.39894228040143267794) * exp(T(-0.5) * clamped * clamped);
+    return grad * (cdf + clamped * density);
+  }
+}
+
 // --- Arithmetic on any element type ---------------------------------------
 // T is a compute type: an integer, float or double.
 

@@ -89,7 +89,7 @@ constexpr GradientReads UnarySaves(UnaryOp op) {
   return elementwise_op_internal::kUnaryRows[static_cast<int>(op)].saves;
 }
 
-// BinaryKind(): kArithmetic, kComparison or kLogical.
+// BinaryKind(): kArithmetic, kFloating, kComparison or kLogical.
 constexpr OpOperands BinaryKind(BinaryOp op) {
   return elementwise_op_internal::kBinaryRows[static_cast<int>(op)].kind;
 }

@@ -48,7 +48,8 @@ std::pair<TensorBase, TensorBase> BinaryGradients(
 
 // CheckOperandDType() aborts when `op` is not defined on operands of
 // `dtype` (shapes lhs_shape and rhs_shape, for the message): the logical
-// ops need bool, arithmetic refuses it.
+// ops need bool, arithmetic refuses it, the floating-point ops need f16,
+// bf16, f32 or f64.
 void CheckOperandDType(BinaryOp op, DType dtype, const Shape& lhs_shape,
                        const Shape& rhs_shape) {
   const char* name = BinaryOpName(op);
@@ -59,6 +60,12 @@ void CheckOperandDType(BinaryOp op, DType dtype, const Shape& lhs_shape,
     KINDLING_CHECK(dtype != DType::kBool,
                    "%s: arithmetic on bool tensors %s and %s", name,
                    lhs_shape.ToString(), rhs_shape.ToString());
+  }
+  if (BinaryKind(op) == OpOperands::kFloating) {
+    KINDLING_CHECK(IsFloatingDType(dtype),
+                   "%s: needs floating-point tensors, got %s %s and %s", name,
+                   std::string(DTypeName(dtype)), lhs_shape.ToString(),
+                   rhs_shape.ToString());
   }
 }
 
@@ -130,19 +137,9 @@ TensorBase UnaryGradient(UnaryOp op, const TensorBase& grad,
       return Div(grad, BinaryScalar(BinaryOp::kMul, y, 2));
     case UnaryOp::kRelu:
       return Binary(BinaryOp::kReluBackward, grad, x);
-    case UnaryOp::kGelu: {
-      // d/dx x Phi(x) = Phi(x) + x phi(x). Phi(x) is recovered as y / x
-      // (there is no erf op); at x = 0 it is 1/2.
-      const TensorBase zero = BinaryScalar(BinaryOp::kEqual, x, 0);
-      const TensorBase cdf =
-          Where(zero, Full(Shape{}, 0.5, dtype, grad.device()), Div(y, x));
-      const TensorBase half_square =
-          BinaryScalar(BinaryOp::kMul, Mul(x, x), -0.5);
-      const TensorBase pdf =
-          BinaryScalar(BinaryOp::kMul, Unary(UnaryOp::kExp, half_square),
-                       1.0 / std::sqrt(2 * std::numbers::pi));
-      return Mul(grad, Add(cdf, Mul(x, pdf)));
-    }
+    case UnaryOp::kGelu:
+      // d/dx x Phi(x) = Phi(x) + x phi(x), in one pass.
+      return Binary(BinaryOp::kGeluBackward, grad, x);
     case UnaryOp::kSigmoid:
       return Mul(grad, Mul(y, ScalarBinary(BinaryOp::kSub, 1, y)));
     case UnaryOp::kTanh:
@@ -192,11 +189,13 @@ TensorBase Binary(BinaryOp op, const TensorBase& lhs, const TensorBase& rhs) {
   const bool need_b = rhs.is_require_grad();
   // Only what the gradients read is saved: add and sub read nothing.
   const bool reads_a = (op == BinaryOp::kMul && need_b) ||
+                       (op == BinaryOp::kGeluBackward && need_b) ||
                        op == BinaryOp::kPow || op == BinaryOp::kMaximum ||
                        op == BinaryOp::kMinimum;
   const bool reads_b = (op == BinaryOp::kMul && need_a) ||
                        op == BinaryOp::kDiv || op == BinaryOp::kPow ||
                        op == BinaryOp::kReluBackward ||
+                       op == BinaryOp::kGeluBackward ||
                        op == BinaryOp::kMaximum || op == BinaryOp::kMinimum;
   const bool reads_result =
       (op == BinaryOp::kDiv || op == BinaryOp::kPow) && need_b;
@@ -274,6 +273,19 @@ std::pair<TensorBase, TensorBase> BinaryGradients(
       if (need_b)
         grad_b = autodiff::Zeros(grad.shape(), grad.dtype(), grad.device());
       return {grad_a, grad_b};
+    case BinaryOp::kGeluBackward:
+      // a * GELU'(b): linear in a; GELU''(b) = phi(b) (2 - b^2).
+      if (need_a) grad_a = Binary(BinaryOp::kGeluBackward, grad, b);
+      if (need_b) {
+        const TensorBase density = BinaryScalar(
+            BinaryOp::kMul,
+            Unary(UnaryOp::kExp, BinaryScalar(BinaryOp::kMul, Mul(b, b), -0.5)),
+            1.0 / std::sqrt(2 * std::numbers::pi));
+        const TensorBase curvature =
+            Mul(density, ScalarBinary(BinaryOp::kSub, 2, Mul(b, b)));
+        grad_b = Mul(Mul(grad, a), curvature);
+      }
+      return {grad_a, grad_b};
     default:
       break;
   }
@@ -327,7 +339,8 @@ TensorBase ScalarOp(BinaryOp op, const TensorBase& tensor, double scalar,
   // Only what the gradient reads is saved (x the tensor, y the result).
   const bool reads_x = op == BinaryOp::kMaximum || op == BinaryOp::kMinimum ||
                        (op == BinaryOp::kPow && !scalar_is_lhs) ||
-                       (op == BinaryOp::kDiv && scalar_is_lhs);
+                       (op == BinaryOp::kDiv && scalar_is_lhs) ||
+                       (op == BinaryOp::kGeluBackward && scalar_is_lhs);
   const bool reads_y =
       scalar_is_lhs && (op == BinaryOp::kDiv || op == BinaryOp::kPow);
   return autodiff::Record(
@@ -473,6 +486,7 @@ void BinaryInPlace(BinaryOp op, TensorBase& self, const TensorBase& other) {
       self.dtype() == other.dtype(), "%s_: dtypes differ, %s%s vs %s%s", name,
       std::string(DTypeName(self.dtype())), self.shape().ToString(),
       std::string(DTypeName(other.dtype())), other.shape().ToString());
+  CheckOperandDType(op, self.dtype(), self.shape(), other.shape());
   Shape shape;
   KINDLING_CHECK(BroadcastShapes(self.shape(), other.shape(), &shape) &&
                      shape == self.shape(),

@@ -7,11 +7,15 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numbers>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "kindling/backend/cpu/vector_math.h"
+#include "kindling/tensor/elementwise_ops.h"
 #include "kindling/tensor/tensor.h"
 
 namespace kindling {
@@ -403,6 +407,83 @@ TEST(CpuUnaryKernelTest, GeluHeadsAndTailsMatchTheReference) {
       }
     }
   }
+}
+
+// GELU's backward (grad * GELU'(x), one pass) on every layout its f32
+// kernel distinguishes: contiguous with heads and tails around the vector
+// width, a transposed gradient, a broadcast input, a scalar on either side,
+// and in place. Each matches the formula; strided layouts give the
+// contiguous bits.
+TEST(CpuBinaryKernelTest, GeluBackwardMatchesTheFormulaOnEveryLayout) {
+  // GELU'(v) = Phi(v) + v phi(v), as its two terms.
+  auto terms = [](double v) {
+    return std::pair<double, double>{
+        0.5 * std::erfc(-v / std::sqrt(2.0)),
+        v * std::exp(-0.5 * v * v) / std::sqrt(2 * std::numbers::pi)};
+  };
+  auto expect_formula =
+      [&](const std::vector<float>& grad, const std::vector<float>& x,
+          const std::vector<float>& got, const std::string& what) {
+        ASSERT_EQ(grad.size(), got.size()) << what;
+        for (size_t i = 0; i < got.size(); ++i) {
+          const auto [cdf, product] = terms(x[i]);
+          // Within a few float ulps of the terms' size (they cancel near
+          // -0.75).
+          const double size = std::fabs(grad[i]) * (cdf + std::fabs(product));
+          ASSERT_NEAR(grad[i] * (cdf + product), got[i], 1e-6 * size + 1e-30)
+              << what << " i " << i;
+        }
+      };
+  const int64_t n = 1000;
+  const std::vector<float> grad = RandomValues(n, 6);
+  const std::vector<float> x = RandomValues(n, 7);
+  const auto g = Tensor<1>::FromData(grad, {n});
+  const auto t = Tensor<1>::FromData(x, {n});
+  const auto backward = [](const Tensor<1>& a, const Tensor<1>& b) {
+    return Tensor<1>(ops::Binary(BinaryOp::kGeluBackward, a.base(), b.base()));
+  };
+  for (int64_t start : {0, 1, 7}) {
+    for (int64_t length : {1, 7, 8, 9, 15, 16, 17, 33, 900}) {
+      const std::vector<float> got =
+          backward(g.narrow(0, start, length), t.narrow(0, start, length))
+              .to_data<float>();
+      expect_formula(
+          std::vector<float>(grad.begin() + start,
+                             grad.begin() + start + length),
+          std::vector<float>(x.begin() + start, x.begin() + start + length),
+          got,
+          "start " + std::to_string(start) + " length " +
+              std::to_string(length));
+    }
+  }
+  const std::vector<float> contiguous = backward(g, t).to_data<float>();
+  // A [40, 25] gradient read transposed, and the same values laid out so.
+  const auto g2 = Tensor<2>::FromData(grad, {40, 25});
+  const auto t2 = Tensor<2>::FromData(x, {40, 25});
+  const Tensor<2> strided(ops::Binary(BinaryOp::kGeluBackward,
+                                      g2.transpose(0, 1).base(),
+                                      t2.transpose(0, 1).base()));
+  EXPECT_EQ(backward(g, t).to_data<float>(),
+            strided.transpose(0, 1).contiguous().to_data<float>());
+  // One input value broadcast down a column, and a scalar on either side.
+  const Tensor<2> column(ops::Binary(BinaryOp::kGeluBackward, g2.base(),
+                                     t2.narrow(1, 0, 1).base()));
+  const std::vector<float> column_values = column.to_data<float>();
+  std::vector<float> broadcast_x(n);
+  for (int64_t i = 0; i < n; ++i) broadcast_x[i] = x[(i / 25) * 25];
+  expect_formula(grad, broadcast_x, column_values, "broadcast");
+  const TensorBase scalar_rhs =
+      ops::BinaryScalar(BinaryOp::kGeluBackward, g.base(), -0.4);
+  const TensorBase scalar_lhs =
+      ops::ScalarBinary(BinaryOp::kGeluBackward, 1.5, t.base());
+  expect_formula(grad, std::vector<float>(n, -0.4f),
+                 Tensor<1>(scalar_rhs).to_data<float>(), "scalar rhs");
+  expect_formula(std::vector<float>(n, 1.5f), x,
+                 Tensor<1>(scalar_lhs).to_data<float>(), "scalar lhs");
+  // In place: the gradient overwritten with the result.
+  TensorBase target = g.base().Contiguous().Clone();
+  ops::BinaryInPlace(BinaryOp::kGeluBackward, target, t.base());
+  EXPECT_EQ(contiguous, Tensor<1>(target).to_data<float>());
 }
 
 }  // namespace

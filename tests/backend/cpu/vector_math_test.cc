@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <numbers>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -67,6 +69,11 @@ KINDLING_AVX512 std::vector<float> Apply16(const F16& function,
 KINDLING_AVX512 std::vector<float> ApplyGelu16(
     const std::vector<float>& inputs) {
   return Apply16([](__m512 x) KINDLING_AVX512 { return Gelu16(x); }, inputs);
+}
+KINDLING_AVX512 std::vector<float> ApplyGeluSlope16(
+    const std::vector<float>& inputs) {
+  return Apply16([](__m512 x) KINDLING_AVX512 { return GeluSlope16(x); },
+                 inputs);
 }
 KINDLING_AVX512 std::vector<float> ApplyExp16(
     const std::vector<float>& inputs) {
@@ -224,6 +231,53 @@ TEST(Gelu8Test, SpecialValues) {
   EXPECT_TRUE(std::isnan(Apply(Gelu8, kNan)));
 }
 
+// GeluSlope8's terms in double: Phi(x) and x phi(x), which sum to the slope.
+std::pair<double, double> GeluSlopeTerms(double x) {
+  const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+  const double density =
+      std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi);
+  return {cdf, x * density};
+}
+
+TEST(GeluSlope8Test, WithinFiveUlpOfItsTermsEverywhere) {
+  // The two terms cancel near the root at x = -0.75 (and for large
+  // negative x), so the error is measured against their size: the float
+  // rounding of Phi and of x phi alone is already half an ulp each.
+  const std::vector<float> inputs = SampleRange(-kInf, kInf);
+  const std::vector<float> actual = Apply(GeluSlope8, inputs);
+  double worst = 0;
+  float worst_x = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto [cdf, product] = GeluSlopeTerms(inputs[i]);
+    // In units of the float ulp at the terms' size (the subnormals' fixed
+    // spacing where the terms underflow).
+    const double scale =
+        std::max<double>(std::fabs(cdf) + std::fabs(product),
+                         std::numeric_limits<float>::min());
+    const double ulps = std::fabs(actual[i] - (cdf + product)) /
+                        (scale * std::numeric_limits<float>::epsilon());
+    if (ulps > worst) {
+      worst = ulps;
+      worst_x = inputs[i];
+    }
+  }
+  std::printf("worst error: %.2f ulp of the terms at x = %g over %zu inputs\n",
+              worst, worst_x, inputs.size());
+  EXPECT_LE(worst, 5.0);
+}
+
+TEST(GeluSlope8Test, SpecialValues) {
+  EXPECT_EQ(0.5f, Apply(GeluSlope8, 0.0f));
+  EXPECT_EQ(1.0f, Apply(GeluSlope8, kInf));
+  EXPECT_EQ(0.0f, Apply(GeluSlope8, -kInf));
+  EXPECT_EQ(1.0f, Apply(GeluSlope8, 1e30f));
+  EXPECT_EQ(0.0f, Apply(GeluSlope8, -1e30f));
+  EXPECT_EQ(0.0f, Apply(GeluSlope8, -20.0f));
+  EXPECT_TRUE(std::isnan(Apply(GeluSlope8, kNan)));
+  // The slope's minimum, at x = -sqrt(2).
+  EXPECT_NEAR(-0.128904145, Apply(GeluSlope8, -std::sqrt(2.0f)), 1e-6);
+}
+
 // ExpectSameBits() checks that a sixteen-lane function gives its eight-lane
 // twin's bits on every 4099th float and on edge values, so the eight-lane
 // function's accuracy bounds cover it.
@@ -250,6 +304,13 @@ TEST(AvxFiveTwelveTest, Gelu16BitIdenticalToGelu8) {
     GTEST_SKIP()
         << "no AVX-512F here (the CPU lacks it or KINDLING_MAX_CPU_ISA=AVX2)";
   ExpectSameBits(Gelu8, ApplyGelu16, {13.0f, -13.5f, -20.0f});
+}
+
+TEST(AvxFiveTwelveTest, GeluSlope16BitIdenticalToGeluSlope8) {
+  if (!HasAvx512())
+    GTEST_SKIP()
+        << "no AVX-512F here (the CPU lacks it or KINDLING_MAX_CPU_ISA=AVX2)";
+  ExpectSameBits(GeluSlope8, ApplyGeluSlope16, {13.0f, -13.5f, -20.0f, 25.0f});
 }
 
 TEST(AvxFiveTwelveTest, Exp16BitIdenticalToExp8) {

@@ -194,6 +194,46 @@ TEST_F(CudaBackendTest, BinaryOpsBroadcastAndWorkInPlace) {
   }
 }
 
+// GELU's backward, defined on floating dtypes only: the GPU's erfc and exp
+// against the CPU's vector slope (f32) or the same formula (f64), with a
+// transposed gradient and a broadcast input, in place, and with a scalar
+// on either side.
+TEST_F(CudaBackendTest, GeluBackwardMatchesTheCpu) {
+  const BinaryOp op = BinaryOp::kGeluBackward;
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    for (bool in_place : {false, true}) {
+      auto [cpu, gpu] = Both([&](const Device& device) {
+        TensorBase grad =
+            Input({33, 20}, dtype, 15, device, -3, 3).Transpose(0, 1);
+        const TensorBase x =
+            Input({20, 1}, dtype, 16, device, -6, 6).Expand({20, 33});
+        if (in_place) {
+          grad = grad.Contiguous();
+          GetBackend(device).Binary(op, grad, grad, x);
+          return grad;
+        }
+        const TensorBase out = TensorBase::Empty(grad.shape(), dtype, device);
+        GetBackend(device).Binary(op, out, grad, x);
+        return out;
+      });
+      ExpectClose(
+          cpu, gpu, ToleranceOf(dtype),
+          "gelu_backward " + Name(dtype) + (in_place ? " in place" : ""));
+    }
+    for (bool lhs : {false, true}) {
+      auto [cpu, gpu] = Both([&](const Device& device) {
+        const TensorBase in = Input({40, 17}, dtype, 17, device, -6, 6);
+        const TensorBase out = TensorBase::Empty(in.shape(), dtype, device);
+        GetBackend(device).BinaryScalar(op, out, in, -0.4, lhs);
+        return out;
+      });
+      ExpectClose(
+          cpu, gpu, ToleranceOf(dtype),
+          "gelu_backward scalar " + Name(dtype) + (lhs ? " lhs" : " rhs"));
+    }
+  }
+}
+
 // Contiguous operands of one shape take the 16-byte vector path when every
 // pointer is aligned, and the strided one when not (a view starting one
 // element in): both, with tails of every length, and in place. (The 16-bit

@@ -491,6 +491,14 @@ void VisitBinaryFn(BinaryOp op, const Visit& visit) {
     case BinaryOp::kReluBackward:
       return visit.template operator()<T>(
           [](T a, T b) { return element_math::ReluBackward(a, b); });
+    case BinaryOp::kGeluBackward:
+      // Floating-point only (the op's checks refuse other dtypes); f32
+      // takes the vector path in BinaryKernel.
+      if constexpr (std::is_floating_point_v<T>) {
+        return visit.template operator()<T>(
+            [](T a, T b) { return element_math::GeluBackward(a, b); });
+      }
+      break;
     case BinaryOp::kEqual:
       return visit.template operator()<bool>([](T a, T b) { return a == b; });
     case BinaryOp::kNotEqual:
@@ -548,6 +556,95 @@ void VisitBoolBinaryFn(BinaryOp op, const Visit& visit) {
                  static_cast<int>(op));
 }
 
+// GeluBackwardFloats8() writes out[i] = grad[i] * GELU'(x[i]) for i <
+// count, eight lanes at a time; out may alias grad or x exactly.
+void GeluBackwardFloats8(float* out, const float* grad, const float* x,
+                         int64_t count) {
+  WriteFloats(out, count, /*stream=*/false, [&](int64_t i, int64_t lanes) {
+    const __m256 slope = GeluSlope8(
+        lanes == 8 ? _mm256_loadu_ps(x + i) : LoadPartial(x + i, lanes, 0.0f));
+    return _mm256_mul_ps(lanes == 8 ? _mm256_loadu_ps(grad + i)
+                                    : LoadPartial(grad + i, lanes, 0.0f),
+                         slope);
+  });
+}
+
+// GeluBackwardFloats16() is GeluBackwardFloats8() with sixteen lanes and
+// the same bits. REQUIRES: HasAvx512().
+KINDLING_AVX512_BEGIN
+KINDLING_AVX512 void GeluBackwardFloats16(float* out, const float* grad,
+                                          const float* x, int64_t count) {
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    _mm512_storeu_ps(out + i,
+                     _mm512_mul_ps(_mm512_loadu_ps(grad + i),
+                                   GeluSlope16(_mm512_loadu_ps(x + i))));
+  }
+  if (i < count) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << (count - i)) - 1);
+    _mm512_mask_storeu_ps(
+        out + i, mask,
+        _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, grad + i),
+                      GeluSlope16(_mm512_maskz_loadu_ps(mask, x + i))));
+  }
+}
+KINDLING_AVX512_END
+
+// RunGeluBackwardF32() is BinaryOp::kGeluBackward on f32 operands: unit-
+// stride segments run the vector functions; strided and broadcast ones go
+// through small buffers, so every layout gets the same bits.
+void RunGeluBackwardF32(const StridedLayout<3>& layout) {
+  const bool avx512 = HasAvx512();
+  ForEachSegment(
+      layout, kTranscendentalGrain,
+      [avx512](char* const* data, const int64_t* stride, int64_t count) {
+        float* out = reinterpret_cast<float*>(data[0]);
+        const float* grad = reinterpret_cast<const float*>(data[1]);
+        const float* x = reinterpret_cast<const float*>(data[2]);
+        const int64_t so = stride[0] / int64_t{sizeof(float)};
+        const int64_t sg = stride[1] / int64_t{sizeof(float)};
+        const int64_t sx = stride[2] / int64_t{sizeof(float)};
+        const auto run = [avx512](float* o, const float* g, const float* v,
+                                  int64_t n) {
+          if (avx512) return GeluBackwardFloats16(o, g, v, n);
+          GeluBackwardFloats8(o, g, v, n);
+        };
+        if (so == 1 && sg == 1 && sx == 1) return run(out, grad, x, count);
+        constexpr int64_t kBuffer = 64;
+        float grads[kBuffer], inputs[kBuffer], results[kBuffer];
+        for (int64_t i = 0; i < count; i += kBuffer) {
+          const int64_t n = std::min(kBuffer, count - i);
+          for (int64_t k = 0; k < n; ++k) {
+            grads[k] = grad[(i + k) * sg];
+            inputs[k] = x[(i + k) * sx];
+          }
+          run(results, grads, inputs, n);
+          for (int64_t k = 0; k < n; ++k) out[(i + k) * so] = results[k];
+        }
+      });
+}
+
+// WithScalar() is `layout` (out, tensor) with *scalar as a third operand
+// of stride 0: the first input when `scalar_is_lhs`, else the second.
+StridedLayout<3> WithScalar(const StridedLayout<2>& layout, float* scalar,
+                            bool scalar_is_lhs) {
+  StridedLayout<3> result;
+  result.rank = layout.rank;
+  result.numel = layout.numel;
+  const int tensor_slot = scalar_is_lhs ? 2 : 1;
+  const int scalar_slot = scalar_is_lhs ? 1 : 2;
+  for (int axis = 0; axis < layout.rank; ++axis) {
+    result.shape[axis] = layout.shape[axis];
+    result.strides[0][axis] = layout.strides[0][axis];
+    result.strides[tensor_slot][axis] = layout.strides[1][axis];
+    result.strides[scalar_slot][axis] = 0;
+  }
+  result.data[0] = layout.data[0];
+  result.data[tensor_slot] = layout.data[1];
+  result.data[scalar_slot] = reinterpret_cast<char*>(scalar);
+  return result;
+}
+
 // RunBinaryScalar() writes out = f(tensor, scalar) (or f(scalar, tensor))
 // over a 2-operand layout: a unary map with the scalar captured by value,
 // so it gets RunUnary's contiguous, streaming and strided loops.
@@ -572,6 +669,9 @@ void BinaryKernel(BinaryOp op, const TensorBase& out, const TensorBase& lhs,
     return VisitBoolBinaryFn(
         op, [&]<class TOut>(auto f) { RunBinary<TOut, bool>(layout, f); });
   }
+  if (op == BinaryOp::kGeluBackward && lhs.dtype() == DType::kF32) {
+    return RunGeluBackwardF32(layout);
+  }
   DispatchDType<kArithmeticDTypes>(lhs.dtype(), "cpu binary", [&]<class T>() {
     VisitBinaryFn<T>(
         op, [&]<class TOut>(auto f) { RunBinary<TOut, T>(layout, f); });
@@ -587,6 +687,11 @@ void BinaryScalarKernel(BinaryOp op, const TensorBase& out,
     return VisitBoolBinaryFn(op, [&]<class TOut>(auto f) {
       RunBinaryScalar<TOut, bool>(layout, value, scalar_is_lhs, f);
     });
+  }
+  if (op == BinaryOp::kGeluBackward && tensor.dtype() == DType::kF32) {
+    // The vector path, as Binary with a rank-0 operand takes (same bits).
+    float value = Convert<float>(scalar);
+    return RunGeluBackwardF32(WithScalar(layout, &value, scalar_is_lhs));
   }
   DispatchDType<kArithmeticDTypes>(
       tensor.dtype(), "cpu binary_scalar", [&]<class T>() {

@@ -354,6 +354,48 @@ inline __m256 Sigmoid8(__m256 x) {
   return _mm256_div_ps(one, _mm256_add_ps(one, e));
 }
 
+namespace vector_math_internal {
+
+// GeluTerms8() sets *phi = Phi(x) and *gaussian = e^(-a^2 / 2) per lane,
+// the two factors Gelu8 and GeluSlope8 share (see Gelu8 for the method).
+inline void GeluTerms8(__m256 x, __m256* phi, __m256* gaussian) {
+  // |x| beyond 20 has Phi 0 or 1 in float; clamping keeps a^2 finite. A NaN
+  // lane becomes 20 here (the callers put the NaN back).
+  const __m256 a = _mm256_min_ps(Abs(x), _mm256_set1_ps(20.0f));
+  const __m256 four = _mm256_set1_ps(4.0f);
+  const __m256 u = _mm256_div_ps(four, _mm256_add_ps(a, four));
+  // P(u) by Estrin's scheme (see ExpPolynomial).
+  const __m256 u2 = _mm256_mul_ps(u, u);
+  const __m256 u4 = _mm256_mul_ps(u2, u2);
+  const __m256 u8 = _mm256_mul_ps(u4, u4);
+  namespace coefficient = gelu_tail;
+  auto pair = [&](float high, float low) {
+    return _mm256_fmadd_ps(_mm256_set1_ps(high), u, _mm256_set1_ps(low));
+  };
+  const __m256 p01 = pair(coefficient::kP1, coefficient::kP0);
+  const __m256 p23 = pair(coefficient::kP3, coefficient::kP2);
+  const __m256 p45 = pair(coefficient::kP5, coefficient::kP4);
+  const __m256 p67 = pair(coefficient::kP7, coefficient::kP6);
+  const __m256 p89 = pair(coefficient::kP9, coefficient::kP8);
+  const __m256 p0123 = _mm256_fmadd_ps(p23, u2, p01);
+  const __m256 p4567 = _mm256_fmadd_ps(p67, u2, p45);
+  const __m256 p = _mm256_fmadd_ps(p89, u8, _mm256_fmadd_ps(p4567, u4, p0123));
+  // -a^2 / 2 exactly, as high + low.
+  const __m256 square = _mm256_mul_ps(a, a);
+  const __m256 square_error = _mm256_fmsub_ps(a, a, square);
+  const __m256 minus_half = _mm256_set1_ps(-0.5f);
+  *gaussian = ExpSum(_mm256_mul_ps(square, minus_half),
+                     _mm256_mul_ps(square_error, minus_half));
+  const __m256 tail = _mm256_mul_ps(_mm256_mul_ps(u, p), *gaussian);
+  // Phi = Q for x < 0 (blendv picks by x's sign bit), 1 - Q otherwise.
+  *phi = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(1.0f), tail), tail, x);
+}
+
+// kInverseSqrtTwoPi: the standard normal density's factor, 1 / sqrt(2 pi).
+constexpr float kInverseSqrtTwoPi = 0.398942280401432677940f;
+
+}  // namespace vector_math_internal
+
 // Gelu8() is x * Phi(x) per lane, Phi the standard normal CDF. With a =
 // |x|, Phi(x) = Q(a) for x < 0 and 1 - Q(a) otherwise, where Q(a) = erfc(a /
 // sqrt 2) / 2 is the upper tail, computed directly (never as 1 - something,
@@ -371,40 +413,28 @@ inline __m256 Sigmoid8(__m256 x) {
 // at a third of this speed. a^2 / 2 is kept exact (FMA split), so the
 // exponential's argument loses nothing where it is large.
 inline __m256 Gelu8(__m256 x) {
-  namespace internal = vector_math_internal;
-  // |x| beyond 20 has Phi 0 or 1 in float; clamping keeps a^2 finite. A NaN
-  // lane becomes 20 here and x * Phi keeps it NaN.
-  const __m256 a = _mm256_min_ps(internal::Abs(x), _mm256_set1_ps(20.0f));
-  const __m256 four = _mm256_set1_ps(4.0f);
-  const __m256 u = _mm256_div_ps(four, _mm256_add_ps(a, four));
-  // P(u) by Estrin's scheme (see ExpPolynomial).
-  const __m256 u2 = _mm256_mul_ps(u, u);
-  const __m256 u4 = _mm256_mul_ps(u2, u2);
-  const __m256 u8 = _mm256_mul_ps(u4, u4);
-  namespace coefficient = internal::gelu_tail;
-  auto pair = [&](float high, float low) {
-    return _mm256_fmadd_ps(_mm256_set1_ps(high), u, _mm256_set1_ps(low));
-  };
-  const __m256 p01 = pair(coefficient::kP1, coefficient::kP0);
-  const __m256 p23 = pair(coefficient::kP3, coefficient::kP2);
-  const __m256 p45 = pair(coefficient::kP5, coefficient::kP4);
-  const __m256 p67 = pair(coefficient::kP7, coefficient::kP6);
-  const __m256 p89 = pair(coefficient::kP9, coefficient::kP8);
-  const __m256 p0123 = _mm256_fmadd_ps(p23, u2, p01);
-  const __m256 p4567 = _mm256_fmadd_ps(p67, u2, p45);
-  const __m256 p = _mm256_fmadd_ps(p89, u8, _mm256_fmadd_ps(p4567, u4, p0123));
-  // -a^2 / 2 exactly, as high + low.
-  const __m256 square = _mm256_mul_ps(a, a);
-  const __m256 square_error = _mm256_fmsub_ps(a, a, square);
-  const __m256 minus_half = _mm256_set1_ps(-0.5f);
-  const __m256 gaussian =
-      internal::ExpSum(_mm256_mul_ps(square, minus_half),
-                       _mm256_mul_ps(square_error, minus_half));
-  const __m256 tail = _mm256_mul_ps(_mm256_mul_ps(u, p), gaussian);
-  // Phi = Q for x < 0 (blendv picks by x's sign bit), 1 - Q otherwise.
-  const __m256 phi =
-      _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(1.0f), tail), tail, x);
+  __m256 phi, gaussian;
+  vector_math_internal::GeluTerms8(x, &phi, &gaussian);
   return _mm256_mul_ps(x, phi);
+}
+
+// GeluSlope8() is GELU's derivative per lane, Phi(x) + x phi(x) with phi
+// the standard normal density e^(-x^2 / 2) / sqrt(2 pi): the factor GELU's
+// backward multiplies the incoming gradient by. It shares Gelu8's Phi and
+// exponential (the accuracy test bounds its error by the size of the two
+// terms, as they cancel near the slope's root at x = -0.75). x is clamped
+// to [-20, 20] in the density term, so the slope is exactly 1 and 0 at
+// +inf and -inf; a NaN lane stays NaN.
+inline __m256 GeluSlope8(__m256 x) {
+  namespace internal = vector_math_internal;
+  __m256 phi, gaussian;
+  internal::GeluTerms8(x, &phi, &gaussian);
+  // max(-20, x) and min(20, .) return their second operand, x, for NaN.
+  const __m256 clamped = _mm256_min_ps(
+      _mm256_set1_ps(20.0f), _mm256_max_ps(_mm256_set1_ps(-20.0f), x));
+  return _mm256_fmadd_ps(
+      _mm256_mul_ps(clamped, _mm256_set1_ps(internal::kInverseSqrtTwoPi)),
+      gaussian, phi);
 }
 
 // --- AVX-512, chosen at run time
@@ -579,12 +609,14 @@ KINDLING_AVX512 inline __m512 Log16(__m512 x) {
 }
 KINDLING_AVX512_END
 
-// Gelu16() is Gelu8() on sixteen lanes, bit for bit: the same operations in
-// the same order. Vectors with a lane beyond |x| = 13 (where e^(-x^2 / 2)
-// leaves the exponential's fast path) or a NaN lane go through Gelu8, one
-// half at a time.
+// GeluTerms16() is GeluTerms8() on sixteen lanes, bit for bit: the same
+// operations in the same order. It returns false, setting nothing, for
+// vectors with a lane beyond |x| = 13 (where e^(-x^2 / 2) leaves the
+// exponential's fast path) or a NaN lane: the callers run those through the
+// eight-lane function, one half at a time.
 KINDLING_AVX512_BEGIN
-KINDLING_AVX512 inline __m512 Gelu16(__m512 x) {
+KINDLING_AVX512 inline bool GeluTerms16(__m512 x, __m512* phi,
+                                        __m512* gaussian) {
   namespace coefficient = vector_math_internal::gelu_tail;
   const __m512 a = _mm512_min_ps(_mm512_abs_ps(x), _mm512_set1_ps(20.0f));
   const __m512 square = _mm512_mul_ps(a, a);
@@ -597,7 +629,7 @@ KINDLING_AVX512 inline __m512 Gelu16(__m512 x) {
   if (_mm512_cmp_ps_mask(_mm512_abs_ps(sum),
                          _mm512_set1_ps(vector_math_internal::kExpFastLimit),
                          _CMP_LE_OQ) != 0xffff) {
-    return Halves8(x, [](__m256 half) { return Gelu8(half); });
+    return false;
   }
   const __m512 four = _mm512_set1_ps(4.0f);
   const __m512 u = _mm512_div_ps(four, _mm512_add_ps(a, four));
@@ -623,14 +655,35 @@ KINDLING_AVX512 inline __m512 Gelu16(__m512 x) {
       _mm512_fnmadd_ps(n, _mm512_set1_ps(vector_math_internal::kLn2High), high);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(vector_math_internal::kLn2Low), r);
   r = _mm512_add_ps(r, low);
-  const __m512 gaussian = TimesPowerOfTwo16(ExpPolynomial16(r), n);
-  const __m512 tail = _mm512_mul_ps(_mm512_mul_ps(u, p), gaussian);
+  *gaussian = TimesPowerOfTwo16(ExpPolynomial16(r), n);
+  const __m512 tail = _mm512_mul_ps(_mm512_mul_ps(u, p), *gaussian);
   // Phi = Q where x's sign bit is set, as Gelu8's blendv picks.
   const __mmask16 negative = _mm512_test_epi32_mask(
       _mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN));
-  const __m512 phi = _mm512_mask_blend_ps(
-      negative, _mm512_sub_ps(_mm512_set1_ps(1.0f), tail), tail);
+  *phi = _mm512_mask_blend_ps(negative,
+                              _mm512_sub_ps(_mm512_set1_ps(1.0f), tail), tail);
+  return true;
+}
+
+// Gelu16() is Gelu8() on sixteen lanes, bit for bit.
+KINDLING_AVX512 inline __m512 Gelu16(__m512 x) {
+  __m512 phi, gaussian;
+  if (!GeluTerms16(x, &phi, &gaussian)) {
+    return Halves8(x, [](__m256 half) { return Gelu8(half); });
+  }
   return _mm512_mul_ps(x, phi);
+}
+
+// GeluSlope16() is GeluSlope8() on sixteen lanes, bit for bit.
+KINDLING_AVX512 inline __m512 GeluSlope16(__m512 x) {
+  __m512 phi, gaussian;
+  if (!GeluTerms16(x, &phi, &gaussian)) {
+    return Halves8(x, [](__m256 half) { return GeluSlope8(half); });
+  }
+  // Every lane is within |x| <= 13 here: no clamp needed.
+  return _mm512_fmadd_ps(
+      _mm512_mul_ps(x, _mm512_set1_ps(vector_math_internal::kInverseSqrtTwoPi)),
+      gaussian, phi);
 }
 KINDLING_AVX512_END
 

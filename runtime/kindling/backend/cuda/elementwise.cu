@@ -320,6 +320,12 @@ struct ReluBackwardFn {
     return element_math::ReluBackward(grad, input);
   }
 };
+struct GeluBackwardFn {
+  template <class C>
+  __device__ C operator()(C grad, C input) const {
+    return element_math::GeluBackward(grad, input);
+  }
+};
 struct EqualFn {
   template <class C>
   __device__ bool operator()(C a, C b) const {
@@ -485,6 +491,8 @@ void VisitBinaryFn(BinaryOp op, DType dtype, const Visit& visit) {
       return visit.template operator()<false>(MinimumFn{});
     case BinaryOp::kReluBackward:
       return visit.template operator()<false>(ReluBackwardFn{});
+    case BinaryOp::kGeluBackward:
+      return visit.template operator()<false>(GeluBackwardFn{});
     case BinaryOp::kEqual:
       return visit.template operator()<true>(EqualFn{});
     case BinaryOp::kNotEqual:
