@@ -34,6 +34,8 @@
 //                    forward + backward of all three operands for a N(0, 1)
 //                    output gradient (Kindling's Backward(),
 //                    torch.autograd.grad).
+//   BM_Unary/gelu_backward  the same for GELU over the matrix, forward +
+//                    backward for that output gradient.
 // Each ratio's peer runs interleaved with the op inside the same benchmark
 // (one peer call after every iteration, timer paused), so both see the same
 // machine load; BM_Memcpy and BM_CblasSgemm also run alone for reference.
@@ -347,6 +349,17 @@ KINDLING_VS_TORCH(BM_Unary, tanh, in.matrix.tanh());
 KINDLING_VS_TORCH(BM_Unary, sigmoid, in.matrix.sigmoid());
 KINDLING_VS_TORCH(BM_Unary, gelu, in.matrix.gelu());
 KINDLING_VS_TORCH(BM_Unary, sqrt, in.positive.sqrt());
+
+void GeluForwardBackward(In in) {
+  const Tensor<2> y = in.matrix_leaf.gelu();
+  BackwardOptions options;
+  options.grad_output = in.upstream.base();
+  const Gradients grads = Backward(y.base(), options);
+  benchmark::DoNotOptimize(grads.Get(in.matrix_leaf.leaf_id())->data());
+}
+BENCHMARK_CAPTURE(BM_Unary, gelu_backward, "gelu_backward", GeluForwardBackward)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_LayerNorm(benchmark::State& state, const std::string& torch_op,
                   void (*op)(const TorchCaseInputs&)) {

@@ -92,7 +92,30 @@ def _ops():
             return torch.autograd.grad(y, leaves, upstream)
 
     ops["layer_norm_backward"] = layer_norm_backward
+    ops["gelu_backward"] = _gelu_backward(matrix, upstream)
     return ops
+
+
+def _gelu_backward(matrix, upstream):
+    """GELU forward + backward through torch's own fused kernels, checked
+    once against the erf formula: Debian's 1.13 has returned zeros or NaN
+    from F.gelu's f32 backward for a strided incoming gradient (this one is
+    contiguous), and a wrong result must not be timed as a fast one."""
+    leaf = matrix.clone().requires_grad_()
+
+    def gelu_backward():
+        with torch.enable_grad():
+            y = torch.nn.functional.gelu(leaf)
+            return torch.autograd.grad(y, leaf, upstream)
+
+    x = matrix.double()
+    slope = 0.5 * torch.erfc(-x / math.sqrt(2)) + x * torch.exp(
+        -0.5 * x * x) / math.sqrt(2 * math.pi)
+    error = (gelu_backward()[0].double() - upstream.double() * slope).abs()
+    if not bool(error.max() < 1e-4):
+        raise SystemExit(f"torch_ops.py: torch {torch.__version__}'s GELU "
+                         f"backward is off by {float(error.max()):.3g}")
+    return gelu_backward
 
 
 def _optimizer_op(make_optimizer, layers, width):
