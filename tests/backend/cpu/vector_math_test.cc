@@ -251,9 +251,8 @@ TEST(GeluSlope8Test, WithinFiveUlpOfItsTermsEverywhere) {
     const auto [cdf, product] = GeluSlopeTerms(inputs[i]);
     // In units of the float ulp at the terms' size (the subnormals' fixed
     // spacing where the terms underflow).
-    const double scale =
-        std::max<double>(std::fabs(cdf) + std::fabs(product),
-                         std::numeric_limits<float>::min());
+    const double scale = std::max<double>(std::fabs(cdf) + std::fabs(product),
+                                          std::numeric_limits<float>::min());
     const double ulps = std::fabs(actual[i] - (cdf + product)) /
                         (scale * std::numeric_limits<float>::epsilon());
     if (ulps > worst) {
