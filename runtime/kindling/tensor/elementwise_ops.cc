@@ -277,12 +277,13 @@ std::pair<TensorBase, TensorBase> BinaryGradients(
       // a * GELU'(b): linear in a; GELU''(b) = phi(b) (2 - b^2).
       if (need_a) grad_a = Binary(BinaryOp::kGeluBackward, grad, b);
       if (need_b) {
+        const TensorBase square = Mul(b, b);
         const TensorBase density = BinaryScalar(
             BinaryOp::kMul,
-            Unary(UnaryOp::kExp, BinaryScalar(BinaryOp::kMul, Mul(b, b), -0.5)),
+            Unary(UnaryOp::kExp, BinaryScalar(BinaryOp::kMul, square, -0.5)),
             1.0 / std::sqrt(2 * std::numbers::pi));
         const TensorBase curvature =
-            Mul(density, ScalarBinary(BinaryOp::kSub, 2, Mul(b, b)));
+            Mul(density, ScalarBinary(BinaryOp::kSub, 2, square));
         grad_b = Mul(Mul(grad, a), curvature);
       }
       return {grad_a, grad_b};

@@ -21,6 +21,8 @@
 //             to 0 near x = -14.3. Most of the error comes from rounding
 //             u = 4 / (4 + a) (see Gelu8), which the polynomial amplifies
 //             about threefold near x = 0.
+//   GeluSlope8  GELU's derivative Phi(x) + x phi(x): within 5 ulp [4.24] of
+//             |Phi(x)| + |x phi(x)| (the terms cancel near x = -0.75).
 // All map NaN to NaN. Range reduction follows Cephes (Cody-Waite with ln 2
 // split in two, Cephes' expf/logf/tanhf polynomials); Gelu8's tail
 // polynomial is Kindling's own fit (see there).
