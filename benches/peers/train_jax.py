@@ -89,8 +89,8 @@ def main():
 
     def cnn_logits(p, h):
         c1, cb1, c2, cb2, w1, b1, w2, b2 = p
-        h = pool(jax.nn.relu(conv(h, c1, cb1)))
-        h = pool(jax.nn.relu(conv(h, c2, cb2)))
+        h = jax.nn.relu(pool(conv(h, c1, cb1)))
+        h = jax.nn.relu(pool(conv(h, c2, cb2)))
         h = h.reshape(h.shape[0], -1)
         h = jax.nn.relu(linear(h, w1, b1))
         return linear(h, w2, b2)

@@ -59,8 +59,8 @@ def mlp():
 
 def cnn():
     return nn.Sequential(
-        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(1, 32, 3, padding=1), nn.MaxPool2d(2), nn.ReLU(),
+        nn.Conv2d(32, 64, 3, padding=1), nn.MaxPool2d(2), nn.ReLU(),
         nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(),
         nn.Linear(128, 10))
 
