@@ -1,5 +1,6 @@
 #include "kindling/backend/cpu/onednn_common.h"
 
+#include <omp.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -60,6 +61,12 @@ SignalsDeferred::SignalsDeferred() {
 SignalsDeferred::~SignalsDeferred() {
   pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
 }
+
+OneDnnOnOneThread::OneDnnOnOneThread() : threads_(omp_get_max_threads()) {
+  omp_set_num_threads(1);  // this thread's OpenMP setting only
+}
+
+OneDnnOnOneThread::~OneDnnOnOneThread() { omp_set_num_threads(threads_); }
 
 bool UsesGeneratedSgemm(const dnnl::primitive_desc_base& desc) {
   return std::string_view(desc.impl_info_str()).starts_with("gemm");

@@ -48,6 +48,27 @@ class SignalsDeferred {
   sigset_t previous_;
 };
 
+// OneDnnOnOneThread: while one lives, the oneDNN primitives the calling
+// thread creates or runs use one thread (its OpenMP setting, restored when
+// the guard ends). Kindling's pool owns the cores and gives each thread its
+// own slab, so oneDNN must never start OpenMP threads of its own. Running
+// under the guard is not enough: oneDNN 2.6 sizes some primitives' thread
+// teams when they are created (its blocked convolutions keep
+// omp_get_max_threads() of that moment) and starts an OpenMP team of that
+// size on every call. With plans built outside the guard, each of the two
+// slabs of a CNN step started a team of two, four threads on two cores, and
+// OpenMP's two spinning workers took 1.2 s of CPU each in a 6 s epoch.
+class OneDnnOnOneThread {
+ public:
+  OneDnnOnOneThread();
+  ~OneDnnOnOneThread();
+  OneDnnOnOneThread(const OneDnnOnOneThread&) = delete;
+  OneDnnOnOneThread& operator=(const OneDnnOnOneThread&) = delete;
+
+ private:
+  int threads_;
+};
+
 // UsesGeneratedSgemm() is whether a primitive runs oneDNN's generated sgemm
 // (its implementation name starts with "gemm"), so must run under
 // SignalsDeferred.

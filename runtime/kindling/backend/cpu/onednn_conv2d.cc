@@ -1,7 +1,5 @@
 #include "kindling/backend/cpu/onednn_conv2d.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -259,6 +257,8 @@ class PlanCache {
     if (plans_.size() >= kMaxPlans && !plans_.contains(key)) return nullptr;
     auto [it, inserted] = plans_.try_emplace(key);
     if (inserted) {
+      // Built for one thread, as it will run (onednn_common.h).
+      const OneDnnOnOneThread one_thread;
       try {
         it->second = make();
       } catch (const dnnl::error&) {
@@ -303,10 +303,8 @@ int64_t SlabCount(int64_t batch) {
 template <class Body>
 void RunSlabs(int64_t slabs, const Body& body) {
   ParallelSlabs(slabs, [&](int64_t slab) {
-    const int threads = omp_get_max_threads();
-    omp_set_num_threads(1);  // this thread's OpenMP setting only
+    const OneDnnOnOneThread one_thread;
     body(slab);
-    omp_set_num_threads(threads);
   });
 }
 

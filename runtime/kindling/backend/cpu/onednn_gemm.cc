@@ -1,7 +1,5 @@
 #include "kindling/backend/cpu/onednn_gemm.h"
 
-#include <omp.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -135,6 +133,8 @@ bool OneDnnSgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
       k < 1 || m * n * k < kMinWork) {
     return false;
   }
+  // Built and run on one thread (onednn_common.h).
+  const OneDnnOnOneThread one_thread;
   ThreadPlans& plans = PlansOfThisThread();
   GemmPlan* plan = PlanFor(
       plans, {m, n, k, lda, ldb, ldc, transpose_a, transpose_b, accumulate});
@@ -143,8 +143,6 @@ bool OneDnnSgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
   plan->a.set_data_handle(const_cast<float*>(a));
   plan->b.set_data_handle(const_cast<float*>(b));
   plan->c.set_data_handle(c);
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(1);  // this thread's OpenMP setting only
   std::optional<SignalsDeferred> signals_deferred;
   if (plan->defer_signals) signals_deferred.emplace();
   plan->matmul.execute(*plans.stream,
@@ -153,7 +151,6 @@ bool OneDnnSgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
                         {DNNL_ARG_DST, plan->c},
                         {DNNL_ARG_SCRATCHPAD, plan->scratchpad}});
   plans.stream->wait();
-  omp_set_num_threads(threads);
   return true;
 }
 
