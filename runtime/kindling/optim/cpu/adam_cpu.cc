@@ -46,10 +46,13 @@ bool AdamCpu(const AdamStep& step, const TensorBase& param,
         decay && !step.decoupled_weight_decay,
         decay && step.decoupled_weight_decay, step.amsgrad,
         [&]<bool kL2Decay, bool kDecoupledDecay, bool kAmsgrad>() {
-          ForEachChunk(param.numel(), [&](int64_t begin, int64_t end) {
-            AdamRange<T, kL2Decay, kDecoupledDecay, kAmsgrad>(
-                s, p, g, m, v, max_v, begin, end);
-          });
+          ForEachChunk(
+              param.numel(),
+              [&](int64_t begin, int64_t end) {
+                AdamRange<T, kL2Decay, kDecoupledDecay, kAmsgrad>(
+                    s, p, g, m, v, max_v, begin, end);
+              },
+              kSqrtUpdateGrain);
         });
   });
   return true;

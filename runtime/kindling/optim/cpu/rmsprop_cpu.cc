@@ -40,10 +40,13 @@ bool RmsPropCpu(const RmsPropStep& step, const TensorBase& param,
     update_math::SelectFlags(
         step.weight_decay != 0, step.centered, momentum,
         [&]<bool kDecay, bool kCentered, bool kMomentum>() {
-          ForEachChunk(param.numel(), [&](int64_t begin, int64_t end) {
-            RmsPropRange<T, kDecay, kCentered, kMomentum>(
-                s, p, g, square_avg, buffer, grad_avg, begin, end);
-          });
+          ForEachChunk(
+              param.numel(),
+              [&](int64_t begin, int64_t end) {
+                RmsPropRange<T, kDecay, kCentered, kMomentum>(
+                    s, p, g, square_avg, buffer, grad_avg, begin, end);
+              },
+              kSqrtUpdateGrain);
         });
   });
   return true;
