@@ -20,12 +20,9 @@
 //
 // Measured on the example CNN at batch 128 (AVX-512, 2 threads), oneDNN's
 // time over Kindling's (benches/conv_bench): conv2 (32 -> 64, 14 x 14)
-// forward 0.77, backward 0.83 on an AMD Zen 4 host, where this split was
-// chosen (a CNN epoch took 0.91x the time of Kindling's kernels alone,
-// benches/train_bench against KINDLING_ONEDNN=0; the example's 10 epochs
-// 0.94x); on a Zen 5 host forward 0.65 but backward 1.19, there a CNN epoch
-// with conv2's backward on Kindling's kernel took 0.97-0.98x the time
-// (docs/performance.md). conv1 (1 -> 32, 28 x 28): see
+// forward 0.65, backward 0.64 on an AMD Zen 5 host (0.77 and 0.83 on the
+// Zen 4 host where this split was chosen, where a CNN epoch took 0.91x the
+// time of Kindling's kernels alone). conv1 (1 -> 32, 28 x 28): see
 // KindlingsKernelIsFaster() in the .cc.
 //
 // KINDLING_ONEDNN=0 in the environment turns the path off (every call
