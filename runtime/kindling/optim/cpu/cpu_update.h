@@ -52,8 +52,8 @@ T* DataOf(const TensorBase& tensor) {
 // a quarter of the memory-bound ops' kElementGrain, as each element costs
 // several times an addition's time. With kElementGrain, the MLP example's
 // two 256 x 256 weights (65 536 elements each) were updated by one thread
-// while the other idled; at this grain an MLP epoch took 0.94-0.98x the
-// time (benches/train_bench, alternating binaries, 2 threads).
+// while the other idled; at this grain an MLP epoch took 0.92-0.99x the
+// time (benches/train_bench, six alternating pairs of runs, 2 threads).
 inline constexpr int64_t kSqrtUpdateGrain = cpu::kElementGrain / 4;
 
 // ForEachChunk() calls range(begin, end) over [0, count) in parallel chunks
