@@ -31,7 +31,7 @@ struct KINDLING_MODULE Cnn {
     // ties included: the ReLU keeps the order of the positive values and
     // passes no gradient where a window's maximum is not positive), but the
     // ReLU and its backward then run on a quarter of the cells: a CNN epoch
-    // took about 0.8x the time (docs/performance.md).
+    // took about 0.9x the time (docs/performance.md).
     kindling::Tensor<4> x = pool.Forward(conv1.Forward(images)).relu();
     x = pool.Forward(conv2.Forward(x)).relu();
     const kindling::Tensor<2> flat = x.reshape<2>({x.dim(0), -1});
