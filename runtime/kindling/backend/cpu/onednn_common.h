@@ -57,7 +57,7 @@ class SignalsDeferred {
 // omp_get_max_threads() of that moment) and starts an OpenMP team of that
 // size on every call. With plans built outside the guard, each of the two
 // slabs of a CNN step started a team of two, four threads on two cores, and
-// OpenMP's two spinning workers took 1.2 s of CPU each in a 6 s epoch.
+// OpenMP's two workers had taken 1.2 s of CPU each 5 s into an epoch.
 class OneDnnOnOneThread {
  public:
   OneDnnOnOneThread();
