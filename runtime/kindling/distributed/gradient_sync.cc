@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "kindling/core/status_macros.h"
+#include "kindling/distributed/reduce_math.h"
 
 namespace kindling::distributed {
 namespace {
@@ -191,14 +192,18 @@ absl::Status GradientSync::Reduce(Bucket& bucket) {
     std::memcpy(buffer.data() + offset, grad.data(), BytesOf(grad));
     offset += BytesOf(grad);
   }
+  // The sum, then the average taken in the copy back: one pass over the
+  // bucket fewer than the communicator's own kAverage, with the same
+  // arithmetic (reduce_math.h).
   if (absl::Status status = comm_.AllReduce(
-          buffer.data(), bucket.bytes / element, dtype, ReduceOp::kAverage);
+          buffer.data(), bucket.bytes / element, dtype, ReduceOp::kSum);
       !status.ok()) {
     return status;
   }
   offset = 0;
   for (const TensorBase& grad : bucket.grads) {
-    std::memcpy(grad.data(), buffer.data() + offset, BytesOf(grad));
+    DivideElements(grad.data(), buffer.data() + offset, grad.numel(), dtype,
+                   comm_.world_size());
     offset += BytesOf(grad);
   }
   return absl::OkStatus();

@@ -10,9 +10,9 @@
 // The hook packs gradients into buckets (about bucket_bytes each, one dtype
 // per bucket, in the order backward produces them, which is the same on
 // every rank for the same model). Each bucket's gradients are copied into
-// one buffer, all-reduced (average) and copied back into the gradient
-// tensors. With overlap, a communication thread does that for each full
-// bucket while backward computes the earlier layers' gradients, and
+// one buffer, all-reduced (sum) and copied back into the gradient tensors
+// divided by the world size. With overlap, a communication thread does that for
+// each full bucket while backward computes the earlier layers' gradients, and
 // Finish() sends the last, partial bucket and waits for all; without,
 // Finish() reduces every bucket on the calling thread.
 //

@@ -30,10 +30,15 @@ void Combine16(uint16_t* out, const uint16_t* a, const uint16_t* b, int64_t n,
 }
 
 template <class Half16>
-void Scale16(uint16_t* data, int64_t n, float scale) {
+void Scale16(uint16_t* out, const uint16_t* in, int64_t n, float scale) {
   for (int64_t i = 0; i < n; ++i) {
-    data[i] = Half16::FromFloat(Half16{data[i]}.ToFloat() * scale).bits;
+    out[i] = Half16::FromFloat(Half16{in[i]}.ToFloat() * scale).bits;
   }
+}
+
+template <class T>
+void Divide(T* out, const T* in, int64_t n, int divisor) {
+  for (int64_t i = 0; i < n; ++i) out[i] = in[i] / divisor;
 }
 
 }  // namespace
@@ -64,32 +69,37 @@ void CombineElements(void* out, const void* a, const void* b, int64_t n,
   }
 }
 
-void DivideInPlace(void* data, int64_t n, DType dtype, int divisor) {
+void DivideElements(void* out, const void* in, int64_t n, DType dtype,
+                    int divisor) {
   switch (dtype) {
     case DType::kF32: {
-      float* values = static_cast<float*>(data);
+      float* to = static_cast<float*>(out);
+      const float* from = static_cast<const float*>(in);
       const float scale = 1.0f / divisor;
-      for (int64_t i = 0; i < n; ++i) values[i] *= scale;
+      for (int64_t i = 0; i < n; ++i) to[i] = from[i] * scale;
       return;
     }
-    case DType::kF64: {
-      double* values = static_cast<double*>(data);
-      for (int64_t i = 0; i < n; ++i) values[i] /= divisor;
-      return;
-    }
-    case DType::kI64: {
-      int64_t* values = static_cast<int64_t*>(data);
-      for (int64_t i = 0; i < n; ++i) values[i] /= divisor;
-      return;
-    }
+    case DType::kF64:
+      return Divide(static_cast<double*>(out), static_cast<const double*>(in),
+                    n, divisor);
+    case DType::kI64:
+      return Divide(static_cast<int64_t*>(out), static_cast<const int64_t*>(in),
+                    n, divisor);
     case DType::kF16:
-      return Scale16<Half>(static_cast<uint16_t*>(data), n, 1.0f / divisor);
+      return Scale16<Half>(static_cast<uint16_t*>(out),
+                           static_cast<const uint16_t*>(in), n, 1.0f / divisor);
     case DType::kBF16:
-      return Scale16<BFloat16>(static_cast<uint16_t*>(data), n, 1.0f / divisor);
+      return Scale16<BFloat16>(static_cast<uint16_t*>(out),
+                               static_cast<const uint16_t*>(in), n,
+                               1.0f / divisor);
     default:
-      KINDLING_CHECK(false, "DivideInPlace: dtype %s is not reducible",
+      KINDLING_CHECK(false, "DivideElements: dtype %s is not reducible",
                      std::string(DTypeName(dtype)));
   }
+}
+
+void DivideInPlace(void* data, int64_t n, DType dtype, int divisor) {
+  DivideElements(data, data, n, dtype, divisor);
 }
 
 }  // namespace kindling::distributed

@@ -16,8 +16,14 @@ namespace kindling::distributed {
 void CombineElements(void* out, const void* a, const void* b, int64_t n,
                      DType dtype, bool max);
 
-// DivideInPlace() divides n elements by `divisor` (integers truncate toward
-// zero).
+// DivideElements() writes out[i] = in[i] / divisor for n elements of `dtype`
+// (integers truncate toward zero; f32 and 16-bit floats multiply by the
+// f32 reciprocal); `out` may alias `in`. Out of place it is the copy that
+// takes an all-reduced sum out of a bucket as an average, in one pass.
+void DivideElements(void* out, const void* in, int64_t n, DType dtype,
+                    int divisor);
+
+// DivideInPlace() is DivideElements() from `data` into itself.
 void DivideInPlace(void* data, int64_t n, DType dtype, int divisor);
 
 }  // namespace kindling::distributed
