@@ -219,7 +219,7 @@ int TrainClassifier(
   const double wall =
       std::chrono::duration<double>(Clock::now() - start).count();
   std::printf(
-      "%s: test accuracy %.4f, %lld epochs, wall %.1f s (training %.2f s), "
+      "%s: test accuracy %.4f, %lld epochs, wall %.1f s (training %.3f s), "
       "%.0f samples/s%s\n",
       name.c_str(), accuracy, static_cast<long long>(report->epochs.size()),
       wall, report->train_seconds,
