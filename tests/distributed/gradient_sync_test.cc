@@ -22,18 +22,21 @@ namespace kindling::distributed {
 namespace {
 
 // OnesPeer: a world of two in which the other rank's values are all ones.
-// Records each AllReduce's element count and dtype; fails the call numbered
-// fail_at (from 0) when set.
+// Records each AllReduce's buffer, element count and dtype; fails the call
+// numbered fail_at (from 0) when set. Packs gradients below `pack_below`
+// bytes by default (Communicator::PackBelowBytes()).
 class OnesPeer : public Communicator {
  public:
-  explicit OnesPeer(int world_size = 2)
-      : Communicator(0, world_size, absl::Seconds(10)) {}
+  explicit OnesPeer(int world_size = 2, int64_t pack_below = kPackEverything)
+      : Communicator(0, world_size, absl::Seconds(10)),
+        pack_below_(pack_below) {}
   std::string backend() const override { return "ones"; }
   Device device() const override { return Device::Cpu(); }
+  int64_t PackBelowBytes() const override { return pack_below_; }
   absl::Status AllReduce(void* data, int64_t count, DType dtype,
                          ReduceOp op) override {
     absl::MutexLock lock(&mutex_);
-    calls_.push_back({count, dtype});
+    calls_.push_back({data, count, dtype});
     if (static_cast<int>(calls_.size()) - 1 == fail_at_) {
       return absl::UnavailableError("AllReduce: rank 1 is lost");
     }
@@ -55,6 +58,7 @@ class OnesPeer : public Communicator {
   absl::Status Barrier() override { return absl::OkStatus(); }
 
   struct Call {
+    const void* data;
     int64_t count;
     DType dtype;
   };
@@ -68,6 +72,7 @@ class OnesPeer : public Communicator {
   }
 
  private:
+  const int64_t pack_below_;
   absl::Mutex mutex_;
   std::vector<Call> calls_;
   int fail_at_ = -1;
@@ -86,8 +91,11 @@ using Overlap = GradientSyncOptions::Overlap;
 // Every case runs with the communication thread and without it.
 class GradientSyncTest : public ::testing::TestWithParam<Overlap> {
  protected:
-  GradientSyncOptions Options(int64_t bucket_bytes = int64_t{25} << 20) {
-    return {.bucket_bytes = bucket_bytes, .overlap = GetParam()};
+  GradientSyncOptions Options(int64_t bucket_bytes = int64_t{25} << 20,
+                              int64_t pack_below_bytes = -1) {
+    return {.bucket_bytes = bucket_bytes,
+            .overlap = GetParam(),
+            .pack_below_bytes = pack_below_bytes};
   }
 };
 
@@ -122,6 +130,46 @@ TEST_P(GradientSyncTest, AveragesIntoTheGradientsInBucketsOfTheGivenSize) {
   EXPECT_EQ(sync.stats().buckets, 3);
   EXPECT_EQ(sync.stats().steps, 1);
   EXPECT_EQ(sync.overlapping(), GetParam() == Overlap::kBackground);
+}
+
+TEST_P(GradientSyncTest, LargeGradientsAreReducedWhereTheyLie) {
+  // 100 bytes: the 60- and 30-float gradients go alone, in place and in
+  // the bucket's order; the 10- and 5-float ones share one call.
+  OnesPeer peer;
+  GradientSync sync(peer, Options(int64_t{25} << 20, 100));
+  std::vector<TensorBase> grads = {Filled(10, 3), Filled(60, 5), Filled(5, 7),
+                                   Filled(30, 9)};
+  for (const TensorBase& grad : grads) sync.OnGradientReady(grad);
+  ASSERT_TRUE(sync.Finish().ok());
+  const std::vector<OnesPeer::Call> calls = peer.calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].data, grads[1].data());
+  EXPECT_EQ(calls[0].count, 60);
+  EXPECT_EQ(calls[1].data, grads[3].data());
+  EXPECT_EQ(calls[1].count, 30);
+  EXPECT_NE(calls[2].data, grads[0].data());
+  EXPECT_EQ(calls[2].count, 15);
+  EXPECT_THAT(Values(grads[0]), testing::Each(2.0f));  // (3 + 1) / 2
+  EXPECT_THAT(Values(grads[1]), testing::Each(3.0f));
+  EXPECT_THAT(Values(grads[2]), testing::Each(4.0f));
+  EXPECT_THAT(Values(grads[3]), testing::Each(5.0f));
+  EXPECT_EQ(sync.stats().buckets, 1);
+}
+
+TEST_P(GradientSyncTest, TheEnginesPackingLimitIsTheDefault) {
+  // The peer packs below 100 bytes: the 60-float gradient goes alone, and
+  // the one small gradient left is reduced in place too.
+  OnesPeer peer(/*world_size=*/2, /*pack_below=*/100);
+  GradientSync sync(peer, Options());
+  std::vector<TensorBase> grads = {Filled(60, 5), Filled(10, 3)};
+  for (const TensorBase& grad : grads) sync.OnGradientReady(grad);
+  ASSERT_TRUE(sync.Finish().ok());
+  const std::vector<OnesPeer::Call> calls = peer.calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].data, grads[0].data());
+  EXPECT_EQ(calls[1].data, grads[1].data());
+  EXPECT_THAT(Values(grads[0]), testing::Each(3.0f));
+  EXPECT_THAT(Values(grads[1]), testing::Each(2.0f));
 }
 
 TEST_P(GradientSyncTest, ADtypeChangeClosesTheBucket) {

@@ -58,6 +58,13 @@ class Communicator {
   virtual std::string backend() const = 0;
   // Which memory the buffers live in: Device::Cpu() for Gloo and MPI.
   virtual Device device() const = 0;
+  // PackBelowBytes(): data parallelism's gradients smaller than this are
+  // worth copying into one host buffer to be all-reduced in one call; larger
+  // ones cost less all-reduced where they lie, one call each, than copied in
+  // and out. By default every gradient is packed (an engine whose calls
+  // have a large fixed cost, as Gloo's over TCP).
+  virtual int64_t PackBelowBytes() const { return kPackEverything; }
+  static constexpr int64_t kPackEverything = INT64_MAX;
 
   // --- Byte-level collectives (what an engine implements) ----------------
   // AllReduce() combines `count` elements of `dtype` at `data` over all

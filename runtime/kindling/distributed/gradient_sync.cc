@@ -171,40 +171,53 @@ absl::Status GradientSync::Reduce(Bucket& bucket) {
     }
   }
   const DType dtype = bucket.grads.front().dtype();
-  const int64_t element = static_cast<int64_t>(DTypeSize(dtype));
-  // A bucket of one gradient is reduced in place, without copies; so is
-  // every gradient in device memory (NCCL), where the host copies below do
-  // not apply.
-  if (bucket.grads.size() == 1 || !comm_.device().is_cpu()) {
-    for (const TensorBase& grad : bucket.grads) {
+  // Every gradient in device memory (NCCL) is reduced where it lies; so is
+  // each one on the host at least pack_below_bytes long. The rest are
+  // packed, unless only one is left.
+  const int64_t pack_below = !comm_.device().is_cpu() ? 0
+                             : options_.pack_below_bytes >= 0
+                                 ? options_.pack_below_bytes
+                                 : comm_.PackBelowBytes();
+  std::vector<const TensorBase*> packed;
+  int64_t packed_bytes = 0;
+  for (const TensorBase& grad : bucket.grads) {
+    if (BytesOf(grad) < pack_below) {
+      packed.push_back(&grad);
+      packed_bytes += BytesOf(grad);
+    } else {
       KINDLING_RETURN_IF_ERROR(comm_.AllReduce(grad.data(), grad.numel(), dtype,
                                                ReduceOp::kAverage));
     }
-    return absl::OkStatus();
   }
+  if (packed.size() == 1) {
+    return comm_.AllReduce(packed.front()->data(), packed.front()->numel(),
+                           dtype, ReduceOp::kAverage);
+  }
+  if (packed.empty()) return absl::OkStatus();
   if (static_cast<int>(buffers_.size()) <= bucket.index) {
     buffers_.resize(bucket.index + 1);
   }
   std::vector<uint8_t>& buffer = buffers_[bucket.index];
-  buffer.resize(bucket.bytes);
+  buffer.resize(packed_bytes);
   int64_t offset = 0;
-  for (const TensorBase& grad : bucket.grads) {
-    std::memcpy(buffer.data() + offset, grad.data(), BytesOf(grad));
-    offset += BytesOf(grad);
+  for (const TensorBase* grad : packed) {
+    std::memcpy(buffer.data() + offset, grad->data(), BytesOf(*grad));
+    offset += BytesOf(*grad);
   }
   // The sum, then the average taken in the copy back: one pass over the
-  // bucket fewer than the communicator's own kAverage, with the same
+  // buffer fewer than the communicator's own kAverage, with the same
   // arithmetic (reduce_math.h).
+  const int64_t element = static_cast<int64_t>(DTypeSize(dtype));
   if (absl::Status status = comm_.AllReduce(
-          buffer.data(), bucket.bytes / element, dtype, ReduceOp::kSum);
+          buffer.data(), packed_bytes / element, dtype, ReduceOp::kSum);
       !status.ok()) {
     return status;
   }
   offset = 0;
-  for (const TensorBase& grad : bucket.grads) {
-    DivideElements(grad.data(), buffer.data() + offset, grad.numel(), dtype,
+  for (const TensorBase* grad : packed) {
+    DivideElements(grad->data(), buffer.data() + offset, grad->numel(), dtype,
                    comm_.world_size());
-    offset += BytesOf(grad);
+    offset += BytesOf(*grad);
   }
   return absl::OkStatus();
 }

@@ -9,12 +9,14 @@
 // Backward hands each leaf's gradient to the hook as soon as it is final.
 // The hook packs gradients into buckets (about bucket_bytes each, one dtype
 // per bucket, in the order backward produces them, which is the same on
-// every rank for the same model). Each bucket's gradients are copied into
-// one buffer, all-reduced (sum) and copied back into the gradient tensors
-// divided by the world size. With overlap, a communication thread does that for
-// each full bucket while backward computes the earlier layers' gradients, and
-// Finish() sends the last, partial bucket and waits for all; without,
-// Finish() reduces every bucket on the calling thread.
+// every rank for the same model). A bucket's small gradients are copied
+// into one buffer, all-reduced (sum) and copied back into the gradient
+// tensors divided by the world size; its large ones are all-reduced where
+// they lie (GradientSyncOptions::pack_below_bytes). With overlap, a
+// communication thread does that for each full bucket while backward computes
+// the earlier layers' gradients, and Finish() sends the last, partial bucket
+// and waits for all; without, Finish() reduces every bucket on the calling
+// thread.
 //
 // Overlap pays only where a core is free for the communication thread. On
 // a machine whose cores the ranks' compute threads already fill, handing
@@ -60,6 +62,11 @@ struct GradientSyncOptions {
   // neither is set).
   enum class Overlap { kAuto, kBackground, kInline };
   Overlap overlap = Overlap::kAuto;
+  // pack_below_bytes: in host memory, gradients smaller than this are
+  // copied into the bucket's buffer and all-reduced in one call; larger ones
+  // are all-reduced where they lie. -1: the engine's choice,
+  // Communicator::PackBelowBytes() (MPI 64 KiB, Gloo every gradient).
+  int64_t pack_below_bytes = -1;
 };
 
 // GradientSyncStats: where a step's communication time went.
