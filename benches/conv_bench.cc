@@ -153,7 +153,7 @@ void BM_MaxPoolBackward(benchmark::State& state, const Layer& layer) {
   const TensorBase out = TensorBase::Empty(pooled, DType::kF32, Device::Cpu());
   const TensorBase argmax =
       TensorBase::Empty(pooled, DType::kI64, Device::Cpu());
-  cpu::MaxPool2dKernel(out, argmax, input, window);
+  cpu::MaxPool2dKernel(out, argmax, input, window, PoolActivation::kNone);
   const TensorBase grad = Random(pooled, /*seed=*/6);
   const TensorBase input_grad =
       TensorBase::Empty(input.shape(), DType::kF32, Device::Cpu());
@@ -162,8 +162,9 @@ void BM_MaxPoolBackward(benchmark::State& state, const Layer& layer) {
   std::vector<char> source(bytes, 1), target(bytes, 0);
   std::vector<double> ours, copies;
   for (auto _ : state) {
-    TimeBlock([&] { cpu::MaxPool2dBackwardKernel(input_grad, grad, argmax); },
-              ours);
+    TimeBlock(
+        [&] { cpu::MaxPool2dBackwardKernel(input_grad, grad, argmax, window); },
+        ours);
     TimeBlock([&] { std::memcpy(target.data(), source.data(), bytes); },
               copies);
   }

@@ -182,6 +182,29 @@ TEST_P(Pool2dGradientTest, MaxMatchesFiniteDifferences) {
       {RandomLeaf({c.batch, 2, 7, 5}, generator)}));
 }
 
+TEST_P(Pool2dGradientTest, MaxReluIsMaxThenRelu) {
+  // ForwardRelu() against Forward().relu(): the same values and the same
+  // gradients (bit for bit: the same operations in the same order), one node.
+  const PoolCase c = GetParam();
+  Generator generator(23);
+  const MaxPool2d pool{Window2d{c.kernel, c.stride, c.padding, c.dilation}};
+  for (const bool transposed : {false, true}) {
+    const TensorBase leaf = RandomLeaf({c.batch, 2, 5, 7}, generator);
+    const auto input = [&] {
+      return Tensor<4>(transposed ? leaf.Transpose(2, 3) : leaf);
+    };
+    const Tensor<4> fused = pool.ForwardRelu(input());
+    const Tensor<4> composed = pool.Forward(input()).relu();
+    EXPECT_STREQ("max_pool2d_relu", NodeName(fused.base()));
+    EXPECT_EQ(composed.to_data<double>(), fused.to_data<double>());
+    const Tensor<4> weights(RandomLeaf(fused.shape(), generator).Detach());
+    const Gradients want = Backward((composed * weights).sum());
+    const Gradients got = Backward((fused * weights).sum());
+    EXPECT_EQ(ToDoubles(*want.Get(leaf.leaf_id())),
+              ToDoubles(*got.Get(leaf.leaf_id())));
+  }
+}
+
 TEST_P(Pool2dGradientTest, AvgMatchesFiniteDifferences) {
   const PoolCase c = GetParam();
   Generator generator(22);

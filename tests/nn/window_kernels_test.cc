@@ -181,6 +181,37 @@ TEST_P(WindowKernelTest, MaxPoolMatchesPatchesMaxAndArgMax) {
       ops::MaxPool2dBackward(grad, pooled.argmax, c.input, c.window));
 }
 
+TEST_P(WindowKernelTest, MaxPoolReluIsPoolThenRelu) {
+  // PoolActivation::kRelu against the two ops in a row: relu of each
+  // maximum, argmax -1 where relu_backward passes no gradient, and the
+  // backward through that argmax equal to relu_backward then the pool's.
+  const WindowCase& c = GetParam();
+  const TensorBase input = Random(c.input);
+  const ops::MaxPool2dResult plain =
+      ops::MaxPool2d(input, c.window, /*with_argmax=*/true);
+  const ops::MaxPool2dResult fused = ops::MaxPool2d(
+      input, c.window, /*with_argmax=*/true, PoolActivation::kRelu);
+  ExpectSameValues(ops::Unary(UnaryOp::kRelu, plain.output), fused.output);
+  const TensorBase zero = ops::Full(Shape{}, 0.0, input.dtype(), Device::Cpu());
+  const TensorBase no_gradient =
+      ops::Full(Shape{}, -1, DType::kI64, Device::Cpu());
+  EXPECT_EQ(ToDoubles(ops::Where(
+                ops::Binary(BinaryOp::kLessEqual, plain.output, zero),
+                no_gradient, plain.argmax)),
+            ToDoubles(fused.argmax));
+  const TensorBase grad = Random(plain.output.shape());
+  ExpectSameValues(
+      ops::MaxPool2dBackward(
+          ops::Binary(BinaryOp::kReluBackward, grad, plain.output),
+          plain.argmax, c.input, c.window),
+      ops::MaxPool2dBackward(grad, fused.argmax, c.input, c.window));
+  // Without the argmax (inference) the values are the same.
+  ExpectSameValues(fused.output,
+                   ops::MaxPool2d(input, c.window, /*with_argmax=*/false,
+                                  PoolActivation::kRelu)
+                       .output);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     StridePaddingDilation, WindowKernelTest,
     ::testing::Values(
@@ -198,6 +229,10 @@ INSTANTIATE_TEST_SUITE_P(
         // stride 2 (cells no window covers).
         WindowCase{{{2, 2}, {2, 2}, {0, 0}, {1, 1}}, {2, 3, 7, 9}, DType::kF32},
         WindowCase{{{2, 2}, {2, 2}, {0, 0}, {1, 1}}, {2, 2, 5, 5}, DType::kF64},
+        // Rows of eight windows and more (the vector backward's rows, with
+        // an overlapping last step), odd sizes.
+        WindowCase{
+            {{2, 2}, {2, 2}, {0, 0}, {1, 1}}, {2, 3, 5, 37}, DType::kF32},
         WindowCase{{{3, 3}, {2, 2}, {1, 1}, {1, 1}}, {2, 3, 8, 8}, DType::kF32},
         WindowCase{
             {{1, 1}, {2, 2}, {0, 0}, {1, 1}}, {2, 2, 8, 6}, DType::kF32}));
@@ -216,6 +251,32 @@ TEST(MaxPoolKernelTest, WindowOnlyOnPaddingGivesMinusInfinity) {
       ops::Full(Shape{1, 1, 4, 4}, 1.0, DType::kF32, Device::Cpu()),
       pooled.argmax, Shape{1, 1, 2, 2}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}));
   EXPECT_EQ((std::vector<double>{1, 1, 1, 1}), grad);
+}
+
+TEST(MaxPoolKernelTest, ReluOfAPaddingOnlyWindowIsZeroWithoutGradient) {
+  const TensorBase input =
+      ops::Full(Shape{1, 1, 2, 2}, 5.0, DType::kF32, Device::Cpu());
+  const ops::MaxPool2dResult pooled = ops::MaxPool2d(
+      input, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, true, PoolActivation::kRelu);
+  const std::vector<double> values = ToDoubles(pooled.output);
+  ASSERT_EQ(16u, values.size());
+  EXPECT_EQ(0.0, values[0]);
+  EXPECT_EQ(5.0, values[5]);
+  EXPECT_EQ(-1.0, ToDoubles(pooled.argmax)[0]);
+}
+
+TEST(MaxPoolKernelTest, ReluOfNanIsZeroAndPassesTheGradient) {
+  // As relu and relu_backward do: relu(NaN) = 0, and relu_backward passes
+  // the gradient wherever the input is not <= 0, NaN included.
+  for (const DType dtype : {DType::kF32, DType::kF64}) {
+    const TensorBase input =
+        ops::Full(Shape{1, 1, 2, 2}, std::numeric_limits<double>::quiet_NaN(),
+                  dtype, Device::Cpu());
+    const ops::MaxPool2dResult pooled = ops::MaxPool2d(
+        input, {{2, 2}, {2, 2}, {0, 0}, {1, 1}}, true, PoolActivation::kRelu);
+    EXPECT_EQ(std::vector<double>{0}, ToDoubles(pooled.output));
+    EXPECT_EQ(std::vector<double>{0}, ToDoubles(pooled.argmax));
+  }
 }
 
 TEST(MaxPoolKernelTest, TiesGoToTheFirstCell) {

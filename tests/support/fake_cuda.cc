@@ -206,10 +206,10 @@ class FakeCudaBackend final : public Backend {
     Cpu("Col2Im", {&input_grad, &columns}).Col2Im(input_grad, columns, window);
   }
   void MaxPool2d(const TensorBase& out, const TensorBase& argmax,
-                 const TensorBase& input,
-                 const Window2dGeometry& window) override {
+                 const TensorBase& input, const Window2dGeometry& window,
+                 PoolActivation activation) override {
     Cpu("MaxPool2d", {&out, &argmax, &input})
-        .MaxPool2d(out, argmax, input, window);
+        .MaxPool2d(out, argmax, input, window, activation);
   }
   void MaxPool2dBackward(const TensorBase& input_grad, const TensorBase& grad,
                          const TensorBase& argmax,

@@ -33,12 +33,21 @@ TensorBase AvgPoolBackward(const TensorBase& grad, const Window2d& window,
 }  // namespace
 
 Tensor<4> MaxPool2d::Forward(const Tensor<4>& input) const {
+  return Pool(input, PoolActivation::kNone, "max_pool2d");
+}
+
+Tensor<4> MaxPool2d::ForwardRelu(const Tensor<4>& input) const {
+  return Pool(input, PoolActivation::kRelu, "max_pool2d_relu");
+}
+
+Tensor<4> MaxPool2d::Pool(const Tensor<4>& input, PoolActivation activation,
+                          const char* name) const {
   const bool record = autodiff::ShouldRecord(input.base());
-  ops::MaxPool2dResult pooled =
-      ops::MaxPool2d(input.base(), window.Geometry(), /*with_argmax=*/record);
+  ops::MaxPool2dResult pooled = ops::MaxPool2d(
+      input.base(), window.Geometry(), /*with_argmax=*/record, activation);
   if (!record) return Tensor<4>(pooled.output);
   return Tensor<4>(autodiff::Record(
-      "max_pool2d", {input.base()}, std::move(pooled.output),
+      name, {input.base()}, std::move(pooled.output),
       [argmax = std::move(pooled.argmax), input_shape = input.shape(),
        geometry = window.Geometry()](const TensorBase& grad) {
         return GradList{

@@ -28,6 +28,17 @@ struct MaxPool2d {
   Window2d window;
 
   Tensor<4> Forward(const Tensor<4>& input) const;
+
+  // ForwardRelu() is Forward(input).relu() -- the same values and
+  // gradients -- in one pass over the input and one autodiff node: the
+  // ReLU is applied to each window's maximum as it is written, and a window
+  // whose maximum the ReLU zeroes keeps no argmax, so the backward is the
+  // pool's alone.
+  Tensor<4> ForwardRelu(const Tensor<4>& input) const;
+
+ private:
+  Tensor<4> Pool(const Tensor<4>& input, PoolActivation activation,
+                 const char* name) const;
 };
 
 // AvgPool2d: the mean of each window; padding cells count as zeros

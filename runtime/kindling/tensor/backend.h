@@ -55,6 +55,15 @@ struct Window2dGeometry {
   std::array<int64_t, 2> dilation = {1, 1};
 };
 
+// PoolActivation: what Backend::MaxPool2d applies to each window's maximum.
+//   kNone  the maximum itself.
+//   kRelu  element_math::Relu of it (0 unless the maximum is > 0, so NaN
+//          gives 0), with argmax -1 where the maximum is <= 0: where
+//          relu_backward passes no gradient (it passes one for a NaN). So
+//          the pool and the ReLU after it are one pass over the input, and
+//          MaxPool2dBackward through that argmax is the two ops' gradient.
+enum class PoolActivation { kNone, kRelu };
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -218,10 +227,12 @@ class Backend {
   // argmax[n, c, oh, ow] = h * W + w of that cell, the first in kernel order
   // on ties. `out` and `argmax` (i64) are contiguous [N, C, OH, OW]; `input`
   // may be any strided view. A window that covers no input cell (only
-  // padding) gives -infinity and argmax -1.
+  // padding) gives -infinity and argmax -1. `activation` then applies to
+  // the value and the argmax (PoolActivation).
   virtual void MaxPool2d(const TensorBase& out, const TensorBase& argmax,
                          const TensorBase& input,
-                         const Window2dGeometry& window) = 0;
+                         const Window2dGeometry& window,
+                         PoolActivation activation) = 0;
 
   // MaxPool2dBackward(): `input_grad` [N, C, H, W] (contiguous) is
   // overwritten with zeros, then input_grad[n, c, argmax[n, c, oh, ow]] +=

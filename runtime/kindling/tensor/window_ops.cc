@@ -102,7 +102,8 @@ TensorBase Col2Im(const TensorBase& columns, const Window2dGeometry& window,
 }
 
 MaxPool2dResult MaxPool2d(const TensorBase& input,
-                          const Window2dGeometry& window, bool with_argmax) {
+                          const Window2dGeometry& window, bool with_argmax,
+                          PoolActivation activation) {
   CheckImages(input, "max_pool2d");
   const Shape out = OutputShape(input.shape(), window);
   const DType compute = ComputeDType(input.dtype());
@@ -114,7 +115,7 @@ MaxPool2dResult MaxPool2d(const TensorBase& input,
   if (result.output.numel() > 0) {
     GetBackend(input.device())
         .MaxPool2d(result.output, result.argmax, input.Detach().To(compute),
-                   window);
+                   window, activation);
   }
   result.output = result.output.To(input.dtype());
   return result;

@@ -52,9 +52,13 @@ struct MaxPool2dResult {
 // MaxPool2d(): [N, C, H, W] -> the maximum of each window (padding never
 // wins; ties go to the first cell in kernel order), with the argmax when
 // `with_argmax`. A window that covers only padding gives -infinity and
-// argmax -1 (its gradient is dropped).
+// argmax -1 (its gradient is dropped). With PoolActivation::kRelu each
+// maximum then goes through a ReLU, and the argmax is -1 where the ReLU
+// passes no gradient (backend.h): MaxPool2dBackward() through it is the
+// gradient of the pool and the ReLU together.
 MaxPool2dResult MaxPool2d(const TensorBase& input,
-                          const Window2dGeometry& window, bool with_argmax);
+                          const Window2dGeometry& window, bool with_argmax,
+                          PoolActivation activation = PoolActivation::kNone);
 
 // MaxPool2dBackward(): grad [N, C, OH, OW] routed to each window's argmax
 // cell of a zero [N, C, H, W] (`input_shape`), summed where windows share

@@ -135,25 +135,31 @@ TEST_F(CudaBackendTest, MaxPool2dMatchesValuesArgmaxTiesAndNaNs) {
                                WindowOut(w, 1, c.width)};
       const std::string what = c.name + " " + Name(dtype);
       for (bool ties : {false, true}) {
-        TensorBase cpu_argmax, gpu_argmax;
-        auto [cpu, gpu] = Both([&](const Device& device) {
-          const TensorBase input = WindowInput(c, dtype, 63, device, ties);
-          const TensorBase out = TensorBase::Empty(out_shape, dtype, device);
-          const TensorBase argmax =
-              TensorBase::Empty(out_shape, DType::kI64, device);
-          GetBackend(device).MaxPool2d(out, argmax, input, w);
-          (device == kCpu ? cpu_argmax : gpu_argmax) = argmax;
-          return out;
-        });
-        const std::string label = what + (ties ? " ties+nan" : "");
-        ExpectBitEqual(cpu, gpu, "max_pool2d " + label);
-        ExpectBitEqual(cpu_argmax, gpu_argmax, "max_pool2d argmax " + label);
+        for (PoolActivation activation :
+             {PoolActivation::kNone, PoolActivation::kRelu}) {
+          TensorBase cpu_argmax, gpu_argmax;
+          auto [cpu, gpu] = Both([&](const Device& device) {
+            const TensorBase input = WindowInput(c, dtype, 63, device, ties);
+            const TensorBase out = TensorBase::Empty(out_shape, dtype, device);
+            const TensorBase argmax =
+                TensorBase::Empty(out_shape, DType::kI64, device);
+            GetBackend(device).MaxPool2d(out, argmax, input, w, activation);
+            (device == kCpu ? cpu_argmax : gpu_argmax) = argmax;
+            return out;
+          });
+          const std::string label =
+              what + (ties ? " ties+nan" : "") +
+              (activation == PoolActivation::kRelu ? " relu" : "");
+          ExpectBitEqual(cpu, gpu, "max_pool2d " + label);
+          ExpectBitEqual(cpu_argmax, gpu_argmax, "max_pool2d argmax " + label);
+        }
       }
       // Without argmax: the same values.
       auto [cpu, gpu] = Both([&](const Device& device) {
         const TensorBase input = WindowInput(c, dtype, 64, device, true);
         const TensorBase out = TensorBase::Empty(out_shape, dtype, device);
-        GetBackend(device).MaxPool2d(out, TensorBase(), input, w);
+        GetBackend(device).MaxPool2d(out, TensorBase(), input, w,
+                                     PoolActivation::kNone);
         return out;
       });
       ExpectBitEqual(cpu, gpu, "max_pool2d without argmax " + what);
@@ -168,7 +174,7 @@ TEST_F(CudaBackendTest, MaxPool2dAllPaddingWindowsGiveMinusInfinity) {
   const TensorBase input = Input({1, 1, 3, 3}, DType::kF32, 65, kGpu);
   const TensorBase out = TensorBase::Empty({1, 1, 7, 7}, DType::kF32, kGpu);
   const TensorBase argmax = TensorBase::Empty({1, 1, 7, 7}, DType::kI64, kGpu);
-  GetBackend(kGpu).MaxPool2d(out, argmax, input, w);
+  GetBackend(kGpu).MaxPool2d(out, argmax, input, w, PoolActivation::kNone);
   const std::vector<double> values = Doubles(out);
   const std::vector<double> cells = Doubles(argmax);
   const std::vector<double> in = Doubles(input);
@@ -201,7 +207,7 @@ TEST_F(CudaBackendTest, MaxPool2dBackwardAccumulatesSharedMaxima) {
           TensorBase::Empty({2, 3, out_h, out_w}, DType::kI64, kCpu);
       GetBackend(kCpu).MaxPool2d(
           TensorBase::Empty({2, 3, out_h, out_w}, dtype, kCpu), argmax,
-          WindowInput(c, dtype, 66, kCpu, true), w);
+          WindowInput(c, dtype, 66, kCpu, true), w, PoolActivation::kNone);
       // Arbitrary gradients: the GPU sums each cell's windows in the CPU's
       // order, so the result must equal the CPU's bits, rounding included.
       std::vector<double> gradients(2 * 3 * out_h * out_w);
@@ -243,7 +249,7 @@ TEST_F(CudaBackendTest, WindowKernelsOnEmptyAndZeroAreaInputs) {
     const TensorBase out = TensorBase::Empty({1, 2, 2, 2}, dtype, kGpu);
     const TensorBase argmax =
         TensorBase::Empty({1, 2, 2, 2}, DType::kI64, kGpu);
-    GetBackend(kGpu).MaxPool2d(out, argmax, input, w);
+    GetBackend(kGpu).MaxPool2d(out, argmax, input, w, PoolActivation::kNone);
     EXPECT_EQ(std::vector<double>(8, -std::numeric_limits<double>::infinity()),
               Doubles(out));
     EXPECT_EQ(std::vector<double>(8, -1.0), Doubles(argmax));
@@ -259,7 +265,8 @@ TEST_F(CudaBackendTest, WindowKernelsOnEmptyAndZeroAreaInputs) {
         TensorBase::Empty({0, 2, 5, 5}, DType::kI64, kGpu);
     GetBackend(kGpu).Im2Col(none_columns, none, w, 0.0);
     GetBackend(kGpu).Col2Im(none, none_columns, w);
-    GetBackend(kGpu).MaxPool2d(none_out, none_argmax, none, w);
+    GetBackend(kGpu).MaxPool2d(none_out, none_argmax, none, w,
+                               PoolActivation::kNone);
     GetBackend(kGpu).MaxPool2dBackward(none, none_out, none_argmax, w);
     EXPECT_TRUE(cuda::SynchronizeCudaDevice(0).ok());
   }

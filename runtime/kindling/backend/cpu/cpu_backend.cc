@@ -106,16 +106,16 @@ void CpuBackend::Col2Im(const TensorBase& input_grad, const TensorBase& columns,
 
 void CpuBackend::MaxPool2d(const TensorBase& out, const TensorBase& argmax,
                            const TensorBase& input,
-                           const Window2dGeometry& window) {
-  MaxPool2dKernel(out, argmax, input, window);
+                           const Window2dGeometry& window,
+                           PoolActivation activation) {
+  MaxPool2dKernel(out, argmax, input, window, activation);
 }
 
 void CpuBackend::MaxPool2dBackward(const TensorBase& input_grad,
                                    const TensorBase& grad,
                                    const TensorBase& argmax,
                                    const Window2dGeometry& window) {
-  // The sequential per-plane scatter is deterministic without the geometry.
-  MaxPool2dBackwardKernel(input_grad, grad, argmax);
+  MaxPool2dBackwardKernel(input_grad, grad, argmax, window);
 }
 
 void CpuBackend::Conv2d(const TensorBase& out, const TensorBase& input,

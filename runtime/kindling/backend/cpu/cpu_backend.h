@@ -58,8 +58,8 @@ class CpuBackend final : public Backend {
   void Col2Im(const TensorBase& input_grad, const TensorBase& columns,
               const Window2dGeometry& window) override;
   void MaxPool2d(const TensorBase& out, const TensorBase& argmax,
-                 const TensorBase& input,
-                 const Window2dGeometry& window) override;
+                 const TensorBase& input, const Window2dGeometry& window,
+                 PoolActivation activation) override;
   void MaxPool2dBackward(const TensorBase& input_grad, const TensorBase& grad,
                          const TensorBase& argmax,
                          const Window2dGeometry& window) override;

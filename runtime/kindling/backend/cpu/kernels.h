@@ -49,9 +49,11 @@ void Im2ColKernel(const TensorBase& columns, const TensorBase& input,
 void Col2ImKernel(const TensorBase& input_grad, const TensorBase& columns,
                   const Window2dGeometry& window);
 void MaxPool2dKernel(const TensorBase& out, const TensorBase& argmax,
-                     const TensorBase& input, const Window2dGeometry& window);
+                     const TensorBase& input, const Window2dGeometry& window,
+                     PoolActivation activation);
 void MaxPool2dBackwardKernel(const TensorBase& input_grad,
-                             const TensorBase& grad, const TensorBase& argmax);
+                             const TensorBase& grad, const TensorBase& argmax,
+                             const Window2dGeometry& window);
 
 // conv2d.cc
 void Conv2dKernel(const TensorBase& out, const TensorBase& input,

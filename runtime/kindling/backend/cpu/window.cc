@@ -20,6 +20,7 @@
 #include "kindling/backend/cpu/parallel.h"
 #include "kindling/backend/cpu/window_plane.h"
 #include "kindling/tensor/dtype_dispatch.h"
+#include "kindling/tensor/element_math.h"
 
 namespace kindling::cpu {
 namespace {
@@ -78,6 +79,19 @@ void Col2ImTyped(const TensorBase& input_grad, const TensorBase& columns,
               });
 }
 
+// StorePooled() writes a window's maximum and argmax, through the ReLU of
+// PoolActivation::kRelu when `relu` (backend.h).
+template <class T>
+void StorePooled(T best, int64_t best_cell, bool relu, T* out,
+                 int64_t* argmax) {
+  if (relu) {
+    if (best <= T(0)) best_cell = -1;
+    best = element_math::Relu(best);
+  }
+  *out = best;
+  if (argmax != nullptr) *argmax = best_cell;
+}
+
 // InteriorWindowMax() is MaxPool2d's window for a position whose cells all
 // lie inside the input (most of them): no bounds checks, and the running
 // maximum is updated with selects rather than branches, which mispredict on
@@ -86,7 +100,7 @@ void Col2ImTyped(const TensorBase& input_grad, const TensorBase& columns,
 template <class T>
 void InteriorWindowMax(const T* source, const Shape& is, int64_t top,
                        int64_t left, int64_t width,
-                       const Window2dGeometry& window, T* out,
+                       const Window2dGeometry& window, bool relu, T* out,
                        int64_t* argmax) {
   T best = source[top * is[2] + left * is[3]];
   int64_t best_cell = top * width + left;
@@ -101,13 +115,14 @@ void InteriorWindowMax(const T* source, const Shape& is, int64_t top,
       best_cell = take ? ih * width + iw : best_cell;
     }
   }
-  *out = best;
-  if (argmax != nullptr) *argmax = best_cell;
+  StorePooled(best, best_cell, relu, out, argmax);
 }
 
 template <class T>
 void MaxPool2dTyped(const TensorBase& out, const TensorBase& argmax,
-                    const TensorBase& input, const Window2dGeometry& window) {
+                    const TensorBase& input, const Window2dGeometry& window,
+                    PoolActivation activation) {
+  const bool relu = activation == PoolActivation::kRelu;
   const Shape& in_shape = input.shape();
   const int64_t channels = in_shape[1], height = in_shape[2];
   const int64_t width = in_shape[3];
@@ -129,7 +144,7 @@ void MaxPool2dTyped(const TensorBase& out, const TensorBase& argmax,
                         MaxPool2x2Row(
                             source + 2 * oh * is[2],
                             source + (2 * oh + 1) * is[2], out_w,
-                            2 * oh * width, width, result + at,
+                            2 * oh * width, width, relu, result + at,
                             indices != nullptr ? indices + at : nullptr);
                       }
                     }
@@ -153,7 +168,7 @@ void MaxPool2dTyped(const TensorBase& out, const TensorBase& argmax,
               const int64_t at = (plane * out_h + oh) * out_w + ow;
               if (rows_inside && left >= 0 &&
                   left + (window.kernel[1] - 1) * window.dilation[1] < width) {
-                InteriorWindowMax(source, is, top, left, width, window,
+                InteriorWindowMax(source, is, top, left, width, window, relu,
                                   &result[at],
                                   indices != nullptr ? &indices[at] : nullptr);
                 continue;
@@ -175,18 +190,57 @@ void MaxPool2dTyped(const TensorBase& out, const TensorBase& argmax,
                   }
                 }
               }
-              result[at] =
-                  best_cell < 0 ? -std::numeric_limits<T>::infinity() : best;
-              if (indices != nullptr) indices[at] = best_cell;
+              if (best_cell < 0) best = -std::numeric_limits<T>::infinity();
+              StorePooled(best, best_cell, relu, &result[at],
+                          indices != nullptr ? &indices[at] : nullptr);
             }
           }
         }
       });
 }
 
+// MaxPool2x2Backward() is MaxPool2dBackward for FitsMaxPool2x2Backward():
+// each output row's two input rows written by MaxPool2x2BackwardRow, then
+// the column and row that no window covers (odd sizes) zeroed.
+void MaxPool2x2Backward(const TensorBase& input_grad, const TensorBase& grad,
+                        const TensorBase& argmax) {
+  const Shape& in_shape = input_grad.shape();
+  const int64_t channels = in_shape[1];
+  const int64_t height = in_shape[2], width = in_shape[3];
+  const int64_t out_h = grad.shape()[2], out_w = grad.shape()[3];
+  const Shape& gs = grad.strides();
+  const float* g = grad.data_as<const float>();
+  const int64_t* indices = argmax.data_as<const int64_t>();
+  float* out = input_grad.data_as<float>();
+  ParallelFor(
+      in_shape[0] * channels, PlaneGrain(height * width + out_h * out_w),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t plane = begin; plane < end; ++plane) {
+          const int64_t n = plane / channels, c = plane % channels;
+          float* target = out + plane * height * width;
+          for (int64_t oh = 0; oh < out_h; ++oh) {
+            float* top = target + 2 * oh * width;
+            MaxPool2x2BackwardRow(g + n * gs[0] + c * gs[1] + oh * gs[2],
+                                  indices + (plane * out_h + oh) * out_w, out_w,
+                                  2 * oh * width, width, top, top + width);
+            std::fill(top + 2 * out_w, top + width, 0.0f);
+            std::fill(top + width + 2 * out_w, top + 2 * width, 0.0f);
+          }
+          std::fill(target + 2 * out_h * width, target + height * width, 0.0f);
+        }
+      });
+}
+
 template <class T>
 void MaxPool2dBackwardTyped(const TensorBase& input_grad,
-                            const TensorBase& grad, const TensorBase& argmax) {
+                            const TensorBase& grad, const TensorBase& argmax,
+                            const Window2dGeometry& window) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (FitsMaxPool2x2Backward(input_grad, grad, window)) {
+      MaxPool2x2Backward(input_grad, grad, argmax);
+      return;
+    }
+  }
   const Shape& in_shape = input_grad.shape();
   const int64_t channels = in_shape[1];
   const int64_t plane_size = in_shape[2] * in_shape[3];
@@ -205,9 +259,14 @@ void MaxPool2dBackwardTyped(const TensorBase& input_grad,
                   const int64_t* index = indices + plane * out_h * out_w;
                   for (int64_t oh = 0; oh < out_h; ++oh) {
                     for (int64_t ow = 0; ow < out_w; ++ow) {
+                      // Branch-free: an argmax of -1 adds 0 to cell 0
+                      // (no change: the sum began at +0). After a fused
+                      // ReLU about half the entries are -1, and a branch
+                      // on them mispredicts.
                       const int64_t cell = index[oh * out_w + ow];
-                      if (cell >= 0)
-                        target[cell] += source[oh * gs[2] + ow * gs[3]];
+                      const bool routed = cell >= 0;
+                      target[routed ? cell : 0] +=
+                          routed ? source[oh * gs[2] + ow * gs[3]] : T(0);
                     }
                   }
                 }
@@ -231,17 +290,20 @@ void Col2ImKernel(const TensorBase& input_grad, const TensorBase& columns,
 }
 
 void MaxPool2dKernel(const TensorBase& out, const TensorBase& argmax,
-                     const TensorBase& input, const Window2dGeometry& window) {
+                     const TensorBase& input, const Window2dGeometry& window,
+                     PoolActivation activation) {
   DispatchDType<kF32F64>(input.dtype(), "cpu max_pool2d", [&]<class T>() {
-    MaxPool2dTyped<T>(out, argmax, input, window);
+    MaxPool2dTyped<T>(out, argmax, input, window, activation);
   });
 }
 
 void MaxPool2dBackwardKernel(const TensorBase& input_grad,
-                             const TensorBase& grad, const TensorBase& argmax) {
+                             const TensorBase& grad, const TensorBase& argmax,
+                             const Window2dGeometry& window) {
   DispatchDType<kF32F64>(
-      input_grad.dtype(), "cpu max_pool2d backward",
-      [&]<class T>() { MaxPool2dBackwardTyped<T>(input_grad, grad, argmax); });
+      input_grad.dtype(), "cpu max_pool2d backward", [&]<class T>() {
+        MaxPool2dBackwardTyped<T>(input_grad, grad, argmax, window);
+      });
 }
 
 }  // namespace kindling::cpu

@@ -135,9 +135,10 @@ void CudaBackend::Col2Im(const TensorBase& input_grad,
 
 void CudaBackend::MaxPool2d(const TensorBase& out, const TensorBase& argmax,
                             const TensorBase& input,
-                            const Window2dGeometry& window) {
+                            const Window2dGeometry& window,
+                            PoolActivation activation) {
   const OnDevice on(out, argmax, input);
-  MaxPool2dKernel(on.stream(), out, argmax, input, window);
+  MaxPool2dKernel(on.stream(), out, argmax, input, window, activation);
 }
 
 void CudaBackend::MaxPool2dBackward(const TensorBase& input_grad,

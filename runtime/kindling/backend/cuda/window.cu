@@ -28,6 +28,7 @@
 #include "kindling/backend/cuda/launch.h"
 #include "kindling/core/check.h"
 #include "kindling/tensor/dtype_dispatch.h"
+#include "kindling/tensor/element_math.h"
 
 namespace kindling::cuda {
 namespace {
@@ -233,6 +234,7 @@ struct MaxPoolArgs {
   Strides4 input_strides;
   WindowShape w;
   int64_t count;  // N * C * OH * OW
+  bool relu;      // PoolActivation::kRelu
 };
 
 template <class T>
@@ -271,7 +273,13 @@ __global__ void MaxPoolGridKernel(MaxPoolArgs<T> a) {
       }
     }
     // A window over padding only: -inf and no argmax (backend.h).
-    a.out[at] = best_cell < 0 ? -std::numeric_limits<T>::infinity() : best;
+    if (best_cell < 0) best = -std::numeric_limits<T>::infinity();
+    if (a.relu) {
+      // PoolActivation::kRelu: no gradient where the maximum is <= 0.
+      if (best <= T(0)) best_cell = -1;
+      best = element_math::Relu(best);
+    }
+    a.out[at] = best;
     if (a.argmax != nullptr) a.argmax[at] = best_cell;
   }
 }
@@ -279,7 +287,7 @@ __global__ void MaxPoolGridKernel(MaxPoolArgs<T> a) {
 template <class T>
 void LaunchMaxPool(cudaStream_t stream, const TensorBase& out,
                    const TensorBase& argmax, const TensorBase& input,
-                   const Window2dGeometry& window) {
+                   const Window2dGeometry& window, PoolActivation activation) {
   const int64_t count = out.numel();
   if (count == 0) return;
   CheckContiguous(out, "max_pool2d", "out");
@@ -296,7 +304,8 @@ void LaunchMaxPool(cudaStream_t stream, const TensorBase& out,
       input.data_as<const T>(),
       StridesOf4(input),
       MakeWindowShape(input.shape(), out.shape()[2], out.shape()[3], window),
-      count};
+      count,
+      activation == PoolActivation::kRelu};
   const LaunchGrid grid = GridFor(count);
   MaxPoolGridKernel<T>
       <<<static_cast<unsigned>(grid.blocks), grid.threads, 0, stream>>>(args);
@@ -403,9 +412,10 @@ void Col2ImKernel(cudaStream_t stream, const TensorBase& input_grad,
 
 void MaxPool2dKernel(cudaStream_t stream, const TensorBase& out,
                      const TensorBase& argmax, const TensorBase& input,
-                     const Window2dGeometry& window) {
+                     const Window2dGeometry& window,
+                     PoolActivation activation) {
   DispatchDType<kF32F64>(input.dtype(), "cuda max_pool2d", [&]<class T>() {
-    LaunchMaxPool<T>(stream, out, argmax, input, window);
+    LaunchMaxPool<T>(stream, out, argmax, input, window, activation);
   });
 }
 
