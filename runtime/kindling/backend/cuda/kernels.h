@@ -91,8 +91,7 @@ void Col2ImKernel(cudaStream_t stream, const TensorBase& input_grad,
                   const TensorBase& columns, const Window2dGeometry& window);
 void MaxPool2dKernel(cudaStream_t stream, const TensorBase& out,
                      const TensorBase& argmax, const TensorBase& input,
-                     const Window2dGeometry& window,
-                     PoolActivation activation);
+                     const Window2dGeometry& window, PoolActivation activation);
 void MaxPool2dBackwardKernel(cudaStream_t stream, const TensorBase& input_grad,
                              const TensorBase& grad, const TensorBase& argmax,
                              const Window2dGeometry& window);
