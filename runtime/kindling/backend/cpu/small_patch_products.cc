@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "kindling/backend/cpu/vector_math.h"
+
 namespace kindling::cpu {
 namespace {
 
@@ -25,11 +27,12 @@ __m256 Load(const float* p, bool tail, __m256i mask) {
   return tail ? _mm256_maskload_ps(p, mask) : _mm256_loadu_ps(p);
 }
 
-// AccumulateRow() adds g_row . column_k to tap k's partial sums (taps of
-// them, none when weight_lanes is null) and g_row's sum to the bias's (when
-// bias_lanes is not null).
+// AccumulateRow() adds g_row . column_k over positions [begin, positions)
+// to tap k's partial sums (taps of them, none when weight_lanes is null) and
+// g_row's sum to the bias's (when bias_lanes is not null).
 void AccumulateRow(const float* g_row, const float* columns, int64_t positions,
-                   int taps, float* weight_lanes, float* bias_lanes) {
+                   int64_t begin, int taps, float* weight_lanes,
+                   float* bias_lanes) {
   __m256 acc[kMaxSmallPatch];
   for (int t = 0; t < kMaxSmallPatch; ++t) {
     if (t >= taps) break;
@@ -37,7 +40,7 @@ void AccumulateRow(const float* g_row, const float* columns, int64_t positions,
   }
   __m256 bias_acc =
       bias_lanes != nullptr ? _mm256_loadu_ps(bias_lanes) : _mm256_setzero_ps();
-  const int64_t full = positions / kLanes * kLanes;
+  const int64_t full = begin + (positions - begin) / kLanes * kLanes;
   const __m256i mask = TailMask(positions > full ? positions - full : kLanes);
   const auto step = [&](int64_t l, bool tail) {
     const __m256 g = Load(g_row + l, tail, mask);
@@ -48,7 +51,7 @@ void AccumulateRow(const float* g_row, const float* columns, int64_t positions,
                                acc[t]);
     }
   };
-  for (int64_t l = 0; l < full; l += kLanes) step(l, false);
+  for (int64_t l = begin; l < full; l += kLanes) step(l, false);
   if (full < positions) step(full, true);
   for (int t = 0; t < kMaxSmallPatch; ++t) {
     if (t >= taps) break;
@@ -57,17 +60,74 @@ void AccumulateRow(const float* g_row, const float* columns, int64_t positions,
   if (bias_lanes != nullptr) _mm256_storeu_ps(bias_lanes, bias_acc);
 }
 
+// AccumulateRow16() is AccumulateRow() sixteen positions a step (AVX-512,
+// full vectors only), for the row's first positions / 16 * 16 positions:
+// each tap's sixteen partial sums start at 0, and their two halves are
+// added into the tap's eight lanes at the end of the row. It returns the
+// number of positions it took; AccumulateRow() takes the rest. On the
+// example CNN's conv1 (784 positions a row, no rest; batch 128, 2 threads,
+// AMD Zen 5, benches/conv_bench) the layer's backward took 0.32-0.33 ms
+// against 0.44-0.45 ms with eight lanes.
+KINDLING_AVX512_BEGIN
+// FoldInto() adds the two halves of sixteen partial sums to eight `lanes`.
+KINDLING_AVX512 inline void FoldInto(__m512 sums, float* lanes) {
+  const __m256 low = _mm512_castps512_ps256(sums);
+  const __m256 high =
+      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sums), 1));
+  _mm256_storeu_ps(
+      lanes, _mm256_add_ps(_mm256_loadu_ps(lanes), _mm256_add_ps(low, high)));
+}
+
+KINDLING_AVX512 int64_t AccumulateRow16(const float* g_row,
+                                        const float* columns, int64_t positions,
+                                        int taps, float* weight_lanes,
+                                        float* bias_lanes) {
+  const int64_t full = positions / 16 * 16;
+  if (full == 0) return 0;
+  __m512 acc[kMaxSmallPatch];
+  for (int t = 0; t < kMaxSmallPatch; ++t) {
+    if (t >= taps) break;
+    acc[t] = _mm512_setzero_ps();
+  }
+  __m512 bias_acc = _mm512_setzero_ps();
+  for (int64_t l = 0; l < full; l += 16) {
+    const __m512 g = _mm512_loadu_ps(g_row + l);
+    bias_acc = _mm512_add_ps(bias_acc, g);
+    for (int t = 0; t < kMaxSmallPatch; ++t) {
+      if (t >= taps) break;
+      acc[t] = _mm512_fmadd_ps(g, _mm512_loadu_ps(columns + t * positions + l),
+                               acc[t]);
+    }
+  }
+  for (int t = 0; t < kMaxSmallPatch; ++t) {
+    if (t >= taps) break;
+    FoldInto(acc[t], weight_lanes + t * kLanes);
+  }
+  if (bias_lanes != nullptr) FoldInto(bias_acc, bias_lanes);
+  return full;
+}
+KINDLING_AVX512_END
+
 }  // namespace
 
 void SmallPatchAccumulate(const float* g, const float* columns,
                           int64_t out_channels, int64_t patch,
                           int64_t positions, const SmallPatchGradients& lanes) {
   const int taps = lanes.weight_lanes != nullptr ? static_cast<int>(patch) : 0;
+  const bool avx512 = HasAvx512();
   for (int64_t o = 0; o < out_channels; ++o) {
-    AccumulateRow(
-        g + o * positions, columns, positions, taps,
-        taps > 0 ? lanes.weight_lanes + o * patch * kLanes : nullptr,
-        lanes.bias_lanes != nullptr ? lanes.bias_lanes + o * kLanes : nullptr);
+    const float* g_row = g + o * positions;
+    float* weight_lanes =
+        taps > 0 ? lanes.weight_lanes + o * patch * kLanes : nullptr;
+    float* bias_lanes =
+        lanes.bias_lanes != nullptr ? lanes.bias_lanes + o * kLanes : nullptr;
+    const int64_t done = avx512
+                             ? AccumulateRow16(g_row, columns, positions, taps,
+                                               weight_lanes, bias_lanes)
+                             : 0;
+    if (done == positions) continue;
+    AccumulateRow(g_row, columns, positions, done, taps, weight_lanes,
+                  bias_lanes);
   }
 }
 

@@ -14,7 +14,11 @@
 //
 // Lane l of each partial sum takes positions l, l + 8, ... in order, as a
 // chain of fused multiply-adds, and SumLanes() adds the lanes in order, so
-// results do not depend on alignment or on the tail.
+// results do not depend on alignment or on the tail. Where the CPU has
+// AVX-512 (HasAvx512(), vector_math.h) a row's first multiple of sixteen
+// positions runs sixteen lanes wide, lane l taking l, l + 16, ..., and
+// lanes l and l + 8 are added into partial sum l: the same on every run,
+// but different in the last bits from an AVX2 CPU's sums.
 #ifndef KINDLING_BACKEND_CPU_SMALL_PATCH_PRODUCTS_H_
 #define KINDLING_BACKEND_CPU_SMALL_PATCH_PRODUCTS_H_
 
