@@ -143,25 +143,32 @@ class Port {
   memory user_memory_;
 };
 
-// kAlgorithm lets oneDNN choose each primitive's algorithm. On AVX-512 it
-// takes Winograd (F(4x4, 3x3), jit_wino_4x3) for the forward and the data
-// gradient of 3x3 stride-1 layers like the example CNN's conv2 from 16
-// samples a slab, and the direct kernel for the weights' gradient;
-// elsewhere (AVX2, strides, dilations, other kernels, small slabs) the
-// direct one. Measured on conv2 at batch 128, 2 threads, AMD Zen 5
-// (benches/conv_bench, two alternating runs): forward 1.49-1.61 ms against
-// 2.07-2.13 ms with convolution_direct, backward 4.03-4.19 against
-// 4.17-4.27 ms; a CNN epoch (train_bench) 4.93-5.08 s against 5.23-5.50 s,
-// three alternating runs. Winograd rounds differently from the direct sum
-// (on conv2's forward the outputs, up to 7 in magnitude, differed by at
-// most 1.1e-5), and the example CNN's test accuracy after 10 epochs moved
-// from 0.9254 to 0.9258.
-constexpr dnnl::algorithm kAlgorithm = dnnl::algorithm::convolution_auto;
+// AlgorithmOf() lets oneDNN choose each primitive's algorithm
+// (convolution_auto) for an input of at least 16 channels, one full block of
+// its AVX-512 layouts. There it takes Winograd (F(4x4, 3x3), jit_wino_4x3)
+// for the forward and the data gradient of 3x3 stride-1 layers like the
+// example CNN's conv2 from 16 samples a slab, and the direct kernel for the
+// weights' gradient; elsewhere (AVX2, strides, dilations, other kernels,
+// small slabs) the direct one. Measured on conv2 at batch 128, 2 threads,
+// AMD Zen 5 (benches/conv_bench, two alternating runs): forward 1.49-1.61
+// ms against 2.07-2.13 ms with convolution_direct, backward 4.03-4.19
+// against 4.17-4.27 ms; a CNN epoch (train_bench) 4.93-5.08 s against
+// 5.23-5.50 s, three alternating runs. Winograd rounds differently from the
+// direct sum (on conv2's forward the outputs, up to 7 in magnitude,
+// differed by at most 1.1e-5), and the example CNN's test accuracy after 10
+// epochs moved from 0.9254 to 0.9258. With fewer input channels the choice
+// is the direct kernel: convolution_auto took Winograd for conv1 (1 -> 32
+// channels, the input padded to a block), whose forward then ran at 4.7x
+// Kindling's kernel's time against 1.4x direct (KINDLING_ONEDNN=all).
+dnnl::algorithm AlgorithmOf(const ConvArgs& args) {
+  return args.src[1] >= 16 ? dnnl::algorithm::convolution_auto
+                           : dnnl::algorithm::convolution_direct;
+}
 
 dnnl::convolution_forward::primitive_desc ForwardDesc(const ConvArgs& args) {
   return dnnl::convolution_forward::primitive_desc(
       dnnl::convolution_forward::desc(
-          dnnl::prop_kind::forward_training, kAlgorithm, Any(args.src),
+          dnnl::prop_kind::forward_training, AlgorithmOf(args), Any(args.src),
           Any(args.weights), args.BiasDesc(), Any(args.dst), args.strides,
           args.dilates, args.pad_l, args.pad_r),
       OneDnnUserScratchpad(), OneDnnEngine());
@@ -209,7 +216,7 @@ void AddDataGradient(const ConvArgs& args,
                      BackwardPlan& plan) {
   const dnnl::convolution_backward_data::primitive_desc desc(
       dnnl::convolution_backward_data::desc(
-          kAlgorithm, Any(args.src), Any(args.weights), Any(args.dst),
+          AlgorithmOf(args), Any(args.src), Any(args.weights), Any(args.dst),
           args.strides, args.dilates, args.pad_l, args.pad_r),
       OneDnnUserScratchpad(), OneDnnEngine(), forward);
   using Direction = Port::Direction;
@@ -232,7 +239,7 @@ void AddWeightsGradient(
     const memory::desc& user_src, BackwardPlan& plan) {
   const dnnl::convolution_backward_weights::primitive_desc desc(
       dnnl::convolution_backward_weights::desc(
-          kAlgorithm, Any(args.src), Any(args.weights), args.BiasDesc(),
+          AlgorithmOf(args), Any(args.src), Any(args.weights), args.BiasDesc(),
           Any(args.dst), args.strides, args.dilates, args.pad_l, args.pad_r),
       OneDnnUserScratchpad(), OneDnnEngine(), forward);
   using Direction = Port::Direction;

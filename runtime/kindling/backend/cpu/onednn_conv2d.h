@@ -1,6 +1,6 @@
 // Conv2d and its backward through oneDNN (Debian's libdnnl, the CPU
 // primitive library PyTorch and ONNX Runtime use), in the blocked layouts
-// and with the algorithms (direct or Winograd: kAlgorithm in the .cc)
+// and with the algorithms (direct or Winograd: AlgorithmOf() in the .cc)
 // oneDNN picks for the shape, with reorders from and to Kindling's NCHW at
 // the call's ends.
 //
