@@ -102,10 +102,10 @@ void RunGemm(bool split, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m,
 // library GEMM per sample and a scalar sum. Measured on the example CNN's
 // first layer (1 -> 32 channels, 3 x 3, 28 x 28, batch 128, no input
 // gradient; AMD EPYC Zen 5, 2 threads, benches/conv_bench, alternating
-// runs): 0.45 ms, against 1.39 ms with OpenBLAS's sgemm per sample (the
-// 32 x 9 output is below oneDNN matmul's 16-wide minimum, see
-// onednn_gemm.h) and 0.55-0.68 ms for oneDNN's whole convolution backward
-// (KINDLING_ONEDNN=all; oneDNN took 1.38x in the last run). libxsmm is not
+// runs): 0.45 ms with eight lanes (0.33 ms with sixteen), against 1.39 ms
+// with OpenBLAS's sgemm per sample (the 32 x 9 output is below oneDNN
+// matmul's 16-wide minimum, see onednn_gemm.h) and 0.41 ms for oneDNN's
+// whole convolution backward (KINDLING_ONEDNN=all). libxsmm is not
 // in the build (Debian's 1.17 takes no transposed operand in the layout
 // this product needs: docs/performance.md).
 bool UsesSmallPatchProducts(int64_t patch) {

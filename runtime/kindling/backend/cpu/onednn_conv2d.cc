@@ -351,11 +351,8 @@ float* Sample(const TensorBase& tensor, int64_t n) {
 // images), where oneDNN's reorders into and out of its blocked layout cost
 // about what the arithmetic does. On the example CNN's conv1 (1 -> 32,
 // 28 x 28, batch 128; AMD Zen 5, 2 threads, benches/conv_bench) oneDNN took
-// 1.34x Kindling's time forward and 0.88x backward with warm operands
-// (Kindling's weight and bias gradients through small_patch_products.h),
-// but a whole CNN epoch with conv1's backward through oneDNN was slower
-// (5.55-5.76 s against 5.25-5.37 s, alternating, train_bench): in training
-// the 12.8 MB gradient it reorders each step arrives cold.
+// 1.34x Kindling's time forward and 1.24x backward (Kindling's weight and
+// bias gradients through small_patch_products.h, sixteen lanes wide there).
 bool KindlingsKernelIsFaster(const Shape& input) {
   return GetOneDnnMode() != OneDnnMode::kAll && input[1] == 1;
 }

@@ -21,9 +21,10 @@
 //
 // Measured on the example CNN at batch 128 (AVX-512, 2 threads), oneDNN's
 // time over Kindling's (benches/conv_bench): conv2 (32 -> 64, 14 x 14)
-// forward 0.65, backward 0.64 on an AMD Zen 5 host (0.77 and 0.83 on the
-// Zen 4 host where this split was chosen, where a CNN epoch took 0.91x the
-// time of Kindling's kernels alone). conv1 (1 -> 32, 28 x 28): see
+// forward 0.46, backward 0.61 on an AMD Zen 5 host, oneDNN's forward and
+// data gradient through Winograd (0.77 and 0.83 on the Zen 4 host where this
+// split was chosen, with the direct algorithm, where a CNN epoch took 0.91x
+// the time of Kindling's kernels alone). conv1 (1 -> 32, 28 x 28): see
 // KindlingsKernelIsFaster() in the .cc.
 //
 // KINDLING_ONEDNN=0 in the environment turns the path off (every call
