@@ -132,6 +132,36 @@ TEST(TensorViewTest, ExpandUsesZeroStrides) {
   EXPECT_EQ((std::vector<float>{1, 2, 3, 1, 2, 3}), e.to_data<float>());
 }
 
+TEST(TensorViewTest, ContiguousOfBroadcastAndStridedViewsEveryElementSize) {
+  // The copy kernel's per-size paths: 1, 2, 4 and 8 bytes, a column
+  // broadcast along rows (stride 0) and a transposed view.
+  const TensorBase column =
+      Tensor<2>::FromData<float>({1, 0, 3}, {3, 1}).base();
+  const TensorBase matrix =
+      Tensor<2>::FromData<float>({1, 4, 2, 5, 3, 6}, {3, 2}).base();
+  const auto as_floats = [](const TensorBase& t) {
+    return Tensor<2>(t.To(DType::kF32)).to_data<float>();
+  };
+  for (DType dtype :
+       {DType::kBool, DType::kF16, DType::kF32, DType::kF64, DType::kI64}) {
+    const TensorBase expanded =
+        column.To(dtype).Expand(Shape{3, 4}).Contiguous();
+    EXPECT_EQ(dtype, expanded.dtype());
+    // What the dtype stores of each value (bool: nonzero is 1).
+    const auto stored = [dtype](std::vector<float> values) {
+      if (dtype == DType::kBool) {
+        for (float& value : values) value = value != 0;
+      }
+      return values;
+    };
+    EXPECT_EQ(stored({1, 1, 1, 1, 0, 0, 0, 0, 3, 3, 3, 3}), as_floats(expanded))
+        << DTypeName(dtype);
+    EXPECT_EQ(stored({1, 2, 3, 4, 5, 6}),
+              as_floats(matrix.To(dtype).Transpose(0, 1).Contiguous()))
+        << DTypeName(dtype);
+  }
+}
+
 TEST(TensorViewTest, UnsqueezeAndSqueeze) {
   const auto t = Tensor<1>::Arange(0, 3);
   const auto u = t.unsqueeze(0);
