@@ -442,6 +442,54 @@ TEST(MatmulGradientTest, ZeroInnerDimension) {
   EXPECT_EQ((Shape{0, 3}), grads.Get(b.leaf_id())->shape());
 }
 
+TEST(MatmulBiasGradientTest, BatchedInputTransposedWeight) {
+  // The fully connected layer as one op: input, weight and bias gradients.
+  Generator generator(35);
+  const std::vector<TensorBase> inputs = {RandomLeaf({2, 3, 4}, generator),
+                                          RandomLeaf({5, 4}, generator),
+                                          RandomLeaf({5}, generator)};
+  EXPECT_TRUE(Gradcheck(
+      [](Inputs x) {
+        return ops::MatmulBias(x[0], x[1].Transpose(0, 1), x[2]);
+      },
+      inputs));
+}
+
+TEST(MatmulBiasGradientTest, SameBitsAsMatmulThenAdd) {
+  // f32, where the in-place add must round exactly as the separate add.
+  Generator generator(36);
+  const auto leaf = [&](const Shape& shape) {
+    return Tensor<2>::RandomNormal(shape, generator)
+        .base()
+        .set_require_grad(true);
+  };
+  const TensorBase x = leaf({37, 19});
+  const TensorBase w = leaf({19, 23});
+  const TensorBase b =
+      Tensor<1>::RandomNormal({23}, generator).base().set_require_grad(true);
+  const TensorBase upstream =
+      Tensor<2>::RandomNormal({37, 23}, generator).base();
+  const TensorBase fused = ops::MatmulBias(x, w, b);
+  const TensorBase composed = ops::Binary(BinaryOp::kAdd, ops::Matmul(x, w), b);
+  EXPECT_EQ(Tensor<2>(composed).to_data<float>(),
+            Tensor<2>(fused).to_data<float>());
+  const auto gradients = [&](const TensorBase& y) {
+    return Backward(ops::ReduceAll(ReduceOp::kSum,
+                                   ops::Binary(BinaryOp::kMul, y, upstream)));
+  };
+  const Gradients fused_grads = gradients(fused);
+  const Gradients composed_grads = gradients(composed);
+  for (const TensorBase* leaf_tensor : {&x, &w, &b}) {
+    EXPECT_EQ(
+        Tensor<2>(
+            composed_grads.Get(leaf_tensor->leaf_id())->Reshape(Shape{-1, 1}))
+            .to_data<float>(),
+        Tensor<2>(
+            fused_grads.Get(leaf_tensor->leaf_id())->Reshape(Shape{-1, 1}))
+            .to_data<float>());
+  }
+}
+
 // --- Indexing ----------------------------------------------------------------
 
 TEST(IndexGradientTest, CatAndStack) {

@@ -137,6 +137,39 @@ TEST(MatmulTest, HalfPrecisionComputesInFloat) {
   EXPECT_EQ((std::vector<float>{7, 10, 15, 22}), c.to_data<float>());
 }
 
+TEST(MatmulBiasTest, EqualsMatmulPlusBias) {
+  Generator generator(11);
+  const auto x = Tensor<3>::RandomNormal({3, 5, 8}, generator);
+  const auto w = Tensor<2>::RandomNormal({6, 8}, generator);  // used as w.t()
+  const auto b = Tensor<1>::RandomNormal({6}, generator);
+  const auto y = matmul_bias(x, w.t(), b);
+  ASSERT_EQ((Shape{3, 5, 6}), y.shape());
+  EXPECT_EQ((matmul(x, w.t()) + b).to_data<float>(), y.to_data<float>());
+  // f64, and bf16, whose product is rounded before the add as the two ops
+  // round it.
+  const auto x64 = x.to(DType::kF64);
+  EXPECT_EQ((matmul(x64, w.t().to(DType::kF64)) + b.to(DType::kF64))
+                .to_data<double>(),
+            matmul_bias(x64, w.t().to(DType::kF64), b.to(DType::kF64))
+                .to_data<double>());
+  const auto x16 = x.to(DType::kBF16);
+  const auto w16 = w.t().to(DType::kBF16);
+  const auto b16 = b.to(DType::kBF16);
+  const auto y16 = matmul_bias(x16, w16, b16);
+  EXPECT_EQ(DType::kBF16, y16.dtype());
+  EXPECT_EQ((matmul(x16, w16) + b16).to_data<float>(), y16.to_data<float>());
+}
+
+TEST(MatmulBiasTest, EmptyInputsGiveTheBias) {
+  const auto b = Tensor<1>::FromData<float>({1, 2, 3}, {3});
+  EXPECT_EQ((Shape{0, 3}),
+            matmul_bias(Tensor<2>::Zeros({0, 4}), Tensor<2>::Zeros({4, 3}), b)
+                .shape());
+  EXPECT_EQ((std::vector<float>{1, 2, 3, 1, 2, 3}),
+            matmul_bias(Tensor<2>::Zeros({2, 0}), Tensor<2>::Zeros({0, 3}), b)
+                .to_data<float>());
+}
+
 TEST(MatmulTest, EmptyInnerDimensionGivesZeros) {
   const auto a = Tensor<2>::Zeros({2, 0});
   const auto b = Tensor<2>::Zeros({0, 3});

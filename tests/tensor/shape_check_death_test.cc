@@ -24,6 +24,19 @@ TEST(ShapeCheckDeathTest, MatmulInnerDimensionMismatch) {
       "matmul: inner dimensions differ, shapes \\[2, 3\\] and \\[4, 5\\]");
 }
 
+TEST(ShapeCheckDeathTest, MatmulBiasNamesWeightAndBias) {
+  const auto x = Tensor<2>::Zeros({2, 3});
+  const auto w = Tensor<2>::Zeros({3, 4});
+  EXPECT_DEATH(matmul_bias(x, w, Tensor<1>::Zeros({3})),
+               "matmul_bias: weight \\[3, 4\\] and bias \\[3\\] \\(want "
+               "\\[K, N\\] and \\[N\\]\\)");
+  EXPECT_DEATH(matmul_bias(x, w, Tensor<1>::Zeros({4}).to(DType::kF64)),
+               "matmul_bias: dtypes differ, input f32\\[2, 3\\] vs bias "
+               "f64\\[4\\]");
+  EXPECT_DEATH(matmul_bias(x, Tensor<2>::Zeros({2, 4}), Tensor<1>::Zeros({4})),
+               "matmul: inner dimensions differ");
+}
+
 TEST(ShapeCheckDeathTest, ReshapeWithWrongElementCount) {
   const auto a = Tensor<2>::Zeros({2, 3});
   EXPECT_DEATH(

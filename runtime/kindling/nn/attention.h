@@ -186,7 +186,7 @@ struct KINDLING_MODULE MultiHeadAttention {
     const int64_t d_model = in_proj_weight->dim(1);
     const Tensor<2> w = in_proj_weight->narrow(0, i * d_model, d_model);
     const Tensor<1> b = in_proj_bias->narrow(0, i * d_model, d_model);
-    return matmul(x, w.t()) + b;
+    return matmul_bias(x, w.t(), b);
   }
   // Heads() splits [B, L, E] into [B, H, L, E / H].
   Tensor<4> Heads(const Tensor<3>& x) const {

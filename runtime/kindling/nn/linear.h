@@ -30,9 +30,8 @@ struct KINDLING_MODULE Linear {
   // Forward(): [..., d_input] -> [..., d_output].
   template <int D>
   Tensor<D> Forward(const Tensor<D>& input) const {
-    Tensor<D> output = matmul(input, *weight);
-    if (bias.has_value()) output = output + **bias;
-    return output;
+    if (bias.has_value()) return matmul_bias(input, *weight, **bias);
+    return matmul(input, *weight);
   }
 };
 

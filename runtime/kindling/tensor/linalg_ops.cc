@@ -5,6 +5,7 @@
 
 #include "kindling/core/check.h"
 #include "kindling/tensor/backend.h"
+#include "kindling/tensor/elementwise_ops.h"
 #include "kindling/tensor/grad_node.h"
 #include "kindling/tensor/op_checks.h"
 
@@ -109,5 +110,48 @@ TensorBase MatmulGradRhs(const TensorBase& grad, const TensorBase& a,
 }
 
 }  // namespace
+
+TensorBase MatmulBias(const TensorBase& input, const TensorBase& weight,
+                      const TensorBase& bias) {
+  CheckDefined(input, "matmul_bias");
+  CheckDefined(weight, "matmul_bias");
+  CheckDefined(bias, "matmul_bias");
+  CheckSameDevice(input, bias, "matmul_bias");
+  KINDLING_CHECK(weight.rank() == 2 && bias.rank() == 1 &&
+                     bias.shape()[0] == weight.shape()[1],
+                 "matmul_bias: weight %s and bias %s (want [K, N] and [N])",
+                 weight.shape().ToString(), bias.shape().ToString());
+  KINDLING_CHECK(bias.dtype() == input.dtype(),
+                 "matmul_bias: dtypes differ, input %s%s vs bias %s%s",
+                 std::string(DTypeName(input.dtype())),
+                 input.shape().ToString(), std::string(DTypeName(bias.dtype())),
+                 bias.shape().ToString());
+  const auto forward = [&] {
+    TensorBase product = Matmul(input, weight);
+    // Where the product is rounded to a 16-bit float after an f32 compute,
+    // the add goes through Binary() to round the same way as the two ops.
+    if (product.numel() == 0 ||
+        ComputeDTypeOn(product.dtype(), product.device()) != product.dtype()) {
+      return Binary(BinaryOp::kAdd, product, bias);
+    }
+    // Binary's out may alias its lhs exactly: the product is ours alone.
+    GetBackend(product.device())
+        .Binary(BinaryOp::kAdd, product, product, bias.Expand(product.shape()));
+    return product;
+  };
+  if (!autodiff::ShouldRecord(input, weight, bias)) return forward();
+  TensorBase out = autodiff::Untracked(forward);
+  return autodiff::Record(
+      "matmul_bias", {input, weight, bias}, std::move(out),
+      [a = SavedTensor(input), b = SavedTensor(weight),
+       bias_shape = bias.shape(), need_a = input.is_require_grad(),
+       need_b = weight.is_require_grad(),
+       need_bias = bias.is_require_grad()](const TensorBase& grad) -> GradList {
+        return {
+            need_a ? MatmulGradLhs(grad, a, b) : TensorBase(),
+            need_b ? MatmulGradRhs(grad, a, b) : TensorBase(),
+            need_bias ? autodiff::SumToShape(grad, bias_shape) : TensorBase()};
+      });
+}
 
 }  // namespace kindling::ops

@@ -162,6 +162,16 @@ requires(D1 >= 2 && D2 >= 2 && !std::is_same_v<K, Bool>)
   return Tensor<BroadcastRank<D1, D2>, K>(ops::Matmul(lhs.base(), rhs.base()));
 }
 
+// matmul_bias(): matmul(input, weight) + bias as one op, the fully connected
+// layer (linalg_ops.h): [.., K] x [K, N] + [N] -> [.., N].
+template <int D, TensorKind K>
+requires(D >= 2 && !std::is_same_v<K, Bool>) Tensor<D, K> matmul_bias(
+    const Tensor<D, K>& input, const Tensor<2, K>& weight,
+    const Tensor<1, K>& bias) {
+  return Tensor<D, K>(
+      ops::MatmulBias(input.base(), weight.base(), bias.base()));
+}
+
 // cat() joins along an existing axis; stack() along a new one.
 template <int D, TensorKind K>
 Tensor<D, K> cat(std::span<const Tensor<D, K>> tensors, int axis) {
