@@ -104,5 +104,37 @@ INSTANTIATE_TEST_SUITE_P(
         // A plain product: brgemm on AVX-512, which runs unguarded there.
         Layout{128, 256, 784, 256}));
 
+// IsBlocked() is whether this thread now blocks SIGTERM.
+bool IsBlocked() {
+  sigset_t mask;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+  return sigismember(&mask, SIGTERM) == 1;
+}
+
+TEST(SignalsDeferredTest, GuardsNestAndTheOutermostRestoresTheMask) {
+  ASSERT_FALSE(IsBlocked());
+  {
+    const OneDnnGemmBatch batch;
+    EXPECT_TRUE(IsBlocked());
+    {
+      const SignalsDeferred inner;
+      EXPECT_TRUE(IsBlocked());
+    }
+    EXPECT_TRUE(IsBlocked()) << "the inner guard unblocked the outer's";
+    // A product inside the batch leaves the mask to the batch.
+    std::vector<float> a(64 * 64, 1.0f), c(64 * 64);
+    ASSERT_TRUE(OneDnnSgemm(false, false, 64, 64, 64, a.data(), 64, a.data(),
+                            64, c.data(), 64, false));
+    EXPECT_EQ(64.0f, c[0]);
+    EXPECT_TRUE(IsBlocked());
+  }
+  EXPECT_FALSE(IsBlocked());
+  // SIGSEGV and its kind stay deliverable under a guard.
+  const SignalsDeferred guard;
+  sigset_t mask;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+  EXPECT_EQ(0, sigismember(&mask, SIGSEGV));
+}
+
 }  // namespace
 }  // namespace kindling::cpu

@@ -54,12 +54,20 @@ const sigset_t& AsynchronousSignals() {
 
 }  // namespace
 
+// How many SignalsDeferred this thread has open: only the outermost changes
+// the mask.
+thread_local int signals_deferred_depth = 0;
+
 SignalsDeferred::SignalsDeferred() {
-  pthread_sigmask(SIG_BLOCK, &AsynchronousSignals(), &previous_);
+  if (signals_deferred_depth++ == 0) {
+    pthread_sigmask(SIG_BLOCK, &AsynchronousSignals(), &previous_);
+  }
 }
 
 SignalsDeferred::~SignalsDeferred() {
-  pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  if (--signals_deferred_depth == 0) {
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
 }
 
 OneDnnOnOneThread::OneDnnOnOneThread() : threads_(omp_get_max_threads()) {

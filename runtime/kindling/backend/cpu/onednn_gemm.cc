@@ -47,6 +47,9 @@ struct GemmKeyHash {
 struct GemmPlan {
   dnnl::matmul matmul;
   memory a, b, c, scratchpad;
+  // args: the four above by argument, built once (a map built per call cost
+  // a malloc per node; the entries are handles to the same objects).
+  std::unordered_map<int, memory> args;
   // defer_signals: the primitive runs oneDNN's generated sgemm, which must
   // not take a signal (onednn_common.h's SignalsDeferred).
   bool defer_signals = false;
@@ -105,6 +108,10 @@ std::unique_ptr<GemmPlan> BuildPlan(const GemmKey& key) {
   plan->c = memory(c, OneDnnEngine(), DNNL_MEMORY_NONE);
   plan->scratchpad = memory(desc.scratchpad_desc(), OneDnnEngine());
   plan->defer_signals = UsesGeneratedSgemm(desc);
+  plan->args = {{DNNL_ARG_SRC, plan->a},
+                {DNNL_ARG_WEIGHTS, plan->b},
+                {DNNL_ARG_DST, plan->c},
+                {DNNL_ARG_SCRATCHPAD, plan->scratchpad}};
   return plan;
 }
 
@@ -145,13 +152,14 @@ bool OneDnnSgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
   plan->c.set_data_handle(c);
   std::optional<SignalsDeferred> signals_deferred;
   if (plan->defer_signals) signals_deferred.emplace();
-  plan->matmul.execute(*plans.stream,
-                       {{DNNL_ARG_SRC, plan->a},
-                        {DNNL_ARG_WEIGHTS, plan->b},
-                        {DNNL_ARG_DST, plan->c},
-                        {DNNL_ARG_SCRATCHPAD, plan->scratchpad}});
+  plan->matmul.execute(*plans.stream, plan->args);
   plans.stream->wait();
   return true;
 }
+
+OneDnnGemmBatch::OneDnnGemmBatch()
+    : signals_deferred_(std::make_unique<SignalsDeferred>()) {}
+
+OneDnnGemmBatch::~OneDnnGemmBatch() = default;
 
 }  // namespace kindling::cpu
