@@ -259,6 +259,40 @@ INSTANTIATE_TEST_SUITE_P(
             FusedCase{1, 1, 1, 1, 3, 2, false, false}),
         ::testing::Values(DType::kF32, DType::kF64)));
 
+TEST(FusedAttentionTest, ReadsAndWritesTheProjectionsLayoutInPlace) {
+  // q, k, v as MultiHeadAttention makes them: [B, L, H, D] memory viewed as
+  // heads. The kernels read them in place and write the output and the
+  // gradients in that layout, and the results equal the composed ops'.
+  for (const bool causal : {false, true}) {
+    Generator generator(23);
+    const int64_t b = 2, h = 3, t = 70, s = 90, d = 8;
+    const auto heads = [&](int64_t length) {
+      return Tensor<4>(testing::RandomLeaf({b, length, h, d}, generator, -1, 1))
+          .permute({0, 2, 1, 3})
+          .detach()
+          .set_require_grad(true);
+    };
+    const Tensor<4> q = heads(t), k = heads(s), v = heads(s);
+    ASSERT_FALSE(q.base().is_contiguous());
+    const std::optional<Tensor<4>> fused =
+        FusedAttention(q, k, v, causal, TensorBase());
+    ASSERT_TRUE(fused.has_value());
+    EXPECT_TRUE(fused->permute({0, 2, 1, 3}).base().is_contiguous())
+        << "the output should merge into [B, T, E] without a copy";
+    const Tensor<4> composed = ComposedAttention(q, k, v, {.causal = causal});
+    ExpectNear(composed, *fused, "output", 2e-6);
+    const Tensor<4> r =
+        Tensor<4>(testing::RandomLeaf(fused->shape(), generator)).detach();
+    const Gradients want = Backward((composed * r).sum());
+    const Gradients got = Backward((*fused * r).sum());
+    for (const auto& [name, leaf] :
+         {std::pair{"q", q}, std::pair{"k", k}, std::pair{"v", v}}) {
+      ExpectNear(*want.Get(leaf), *got.Get(leaf), std::string("grad ") + name,
+                 2e-5);
+    }
+  }
+}
+
 TEST(FusedAttentionTest, GradientsMatchFiniteDifferencesAcrossTiles) {
   Generator generator(8);
   const FusedCase c{1, 1, 70, 66, 3, 2, true, false};

@@ -11,10 +11,39 @@
 namespace kindling::nn {
 namespace {
 
-// AsHeads() is [B, H, L, D] as the contiguous [B*H, L, D] kernels read.
-TensorBase AsHeads(const TensorBase& x) {
+// InRowLayout() is x [B, H, L, D] itself where the kernels can read it in
+// place: unit stride along D and rows that do not overlap (the [B, L, H, D]
+// layout of the projections, viewed as heads, is such). Otherwise a
+// contiguous copy, recorded as an op of its own when x requires grad.
+TensorBase InRowLayout(const TensorBase& x) {
   const Shape& s = x.shape();
-  return x.Contiguous().Reshape(Shape{s[0] * s[1], s[2], s[3]});
+  const bool unit_d = s[3] <= 1 || x.strides()[3] == 1;
+  const bool rows_apart = s[2] <= 1 || x.strides()[2] >= s[3];
+  return unit_d && rows_apart ? x : x.Contiguous();
+}
+
+// SwapLAndH() turns [B, H, L, D] into [B, L, H, D] and back (a view).
+TensorBase SwapLAndH(const TensorBase& x) {
+  static constexpr int kOrder[] = {0, 2, 1, 3};
+  return x.Permute(kOrder);
+}
+
+// EmptyHeads() is an uninitialized [B, H, L, D] laid out in memory as
+// [B, L, H, D], the layout in which the heads are merged back into [B, L, E]
+// with no copy.
+TensorBase EmptyHeads(const Shape& shape, DType dtype, const Device& device) {
+  return SwapLAndH(TensorBase::Empty(
+      Shape{shape[0], shape[2], shape[1], shape[3]}, dtype, device));
+}
+
+// EmptyLike() is an uninitialized tensor of x's shape in x's layout where x
+// is either contiguous or [B, L, H, D] viewed as heads, so a gradient comes
+// back in the layout its input has.
+TensorBase EmptyLike(const TensorBase& x) {
+  if (!x.is_contiguous() && SwapLAndH(x).is_contiguous()) {
+    return EmptyHeads(x.shape(), x.dtype(), x.device());
+  }
+  return TensorBase::Empty(x.shape(), x.dtype(), x.device());
 }
 
 }  // namespace
@@ -55,27 +84,23 @@ std::optional<Tensor<4>> FusedAttention(const Tensor<4>& q, const Tensor<4>& k,
       .value_dim = v.dim(3),
       .scale = 1.0 / std::sqrt(static_cast<double>(q.dim(3))),
       .causal = causal};
-  // The contiguous [B*H, L, D] inputs are recorded ops of their own, so the
-  // node's gradients flow back through them to any strided view.
-  const TensorBase q3 = AsHeads(q.base());
-  const TensorBase k3 = AsHeads(k.base());
-  const TensorBase v3 = AsHeads(v.base());
+  // Inputs the kernels cannot read in place are copied by recorded ops of
+  // their own, so the node's gradients flow back through them.
+  const TensorBase q4 = InRowLayout(q.base());
+  const TensorBase k4 = InRowLayout(k.base());
+  const TensorBase v4 = InRowLayout(v.base());
   FusedAttentionTensors tensors{
-      .q = q3.Detach(), .k = k3.Detach(), .v = v3.Detach(), .padding = padding};
-  const Shape out_shape{shape.batch * shape.heads, shape.queries,
-                        shape.value_dim};
-  tensors.out = TensorBase::Empty(out_shape, q.dtype(), q.device());
+      .q = q4.Detach(), .k = k4.Detach(), .v = v4.Detach(), .padding = padding};
+  tensors.out = EmptyHeads(
+      Shape{shape.batch, shape.heads, shape.queries, shape.value_dim},
+      q.dtype(), q.device());
   tensors.logsumexp = TensorBase::Empty(
       Shape{shape.batch * shape.heads, shape.queries}, q.dtype(), q.device());
   if (!forward(shape, tensors)) return std::nullopt;
-  const Shape result_shape{shape.batch, shape.heads, shape.queries,
-                           shape.value_dim};
   TensorBase out = tensors.out;
-  if (!autodiff::ShouldRecord(q3, k3, v3)) {
-    return Tensor<4>(out.Reshape(result_shape));
-  }
-  TensorBase recorded = autodiff::Record(
-      "fused_attention", {q3, k3, v3}, out,
+  if (!autodiff::ShouldRecord(q4, k4, v4)) return Tensor<4>(out);
+  return Tensor<4>(autodiff::Record(
+      "fused_attention", {q4, k4, v4}, out,
       [shape, backward, q = SavedTensor(tensors.q), k = SavedTensor(tensors.k),
        v = SavedTensor(tensors.v), padding, out = tensors.out,
        logsumexp = tensors.logsumexp](const TensorBase& grad) -> GradList {
@@ -85,17 +110,16 @@ std::optional<Tensor<4>> FusedAttention(const Tensor<4>& q, const Tensor<4>& k,
                                 .padding = padding,
                                 .out = out,
                                 .logsumexp = logsumexp,
-                                .grad_out = grad.Detach().Contiguous()};
-        t.grad_q = TensorBase::Empty(t.q.shape(), t.q.dtype(), t.q.device());
-        t.grad_k = TensorBase::Empty(t.k.shape(), t.k.dtype(), t.k.device());
-        t.grad_v = TensorBase::Empty(t.v.shape(), t.v.dtype(), t.v.device());
+                                .grad_out = InRowLayout(grad.Detach())};
+        t.grad_q = EmptyLike(t.q);
+        t.grad_k = EmptyLike(t.k);
+        t.grad_v = EmptyLike(t.v);
         KINDLING_CHECK(backward(shape, t),
                        "fused_attention backward: the kernel declined dtype "
                        "%s its forward took",
                        std::string(DTypeName(t.q.dtype())));
         return {t.grad_q, t.grad_k, t.grad_v};
-      });
-  return Tensor<4>(recorded.Reshape(result_shape));
+      }));
 }
 
 }  // namespace kindling::nn

@@ -24,8 +24,8 @@
 
 namespace kindling::nn {
 
-// FusedAttentionShape: one call's sizes. q is [B*H, T, Dh], k [B*H, S, Dh],
-// v [B*H, S, Dv], all contiguous, of one floating dtype.
+// FusedAttentionShape: one call's sizes. q is [B, H, T, Dh], k [B, H, S, Dh],
+// v [B, H, S, Dv], of one floating dtype.
 struct FusedAttentionShape {
   int64_t batch = 0;
   int64_t heads = 0;
@@ -38,10 +38,15 @@ struct FusedAttentionShape {
   bool causal = false;
 };
 
-// FusedAttentionTensors: a call's tensors. padding is Bool [B, S] (true:
-// ignore that key) or undefined; logsumexp is [B*H, T] of the inputs'
-// dtype. Forward writes out and logsumexp; backward reads them and grad_out
-// and overwrites grad_q, grad_k and grad_v (allocated, not initialized).
+// FusedAttentionTensors: a call's tensors. q, k, v, out, grad_out and the
+// gradients are [B, H, L, D] with unit stride along D and rows at least D
+// apart, in any layout otherwise: the front end passes the projections'
+// [B, L, H, D] memory viewed as heads as it is, and allocates out and the
+// gradients in that layout, so no head is copied into or out of a layout of
+// its own. padding is contiguous Bool [B, S] (true: ignore that key) or
+// undefined; logsumexp is contiguous [B*H, T] of the inputs' dtype. Forward
+// writes out and logsumexp; backward reads them and grad_out and
+// overwrites grad_q, grad_k and grad_v (allocated, not initialized).
 struct FusedAttentionTensors {
   TensorBase q, k, v, padding;
   TensorBase out, logsumexp;

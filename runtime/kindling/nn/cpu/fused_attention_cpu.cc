@@ -95,6 +95,38 @@ Masks MasksOf(const FusedAttentionShape& shape,
           shape.keys};
 }
 
+// HeadRows: one head's rows of a [B, H, L, D] operand whose last dimension
+// has unit stride: row i starts at data + i * stride. The projections'
+// [B, L, H, D] layout is read and written in place this way (a row stride
+// of H * D), so no head is copied into or out of a layout of its own.
+template <class T>
+struct HeadRows {
+  T* data;
+  int64_t stride;
+
+  T* Row(int64_t i) const { return data + i * stride; }
+};
+
+// RowsOf() is head `bh` (batch bh / H, head bh % H) of `x`.
+template <class T>
+HeadRows<T> RowsOf(const TensorBase& x, const FusedAttentionShape& shape,
+                   int64_t bh) {
+  const int64_t batch = bh / shape.heads, head = bh % shape.heads;
+  // A single row's stride is never stepped; BLAS still wants it >= D.
+  const int64_t stride = x.shape()[2] > 1 ? x.strides()[2] : x.shape()[3];
+  return {x.data_as<T>() + batch * x.strides()[0] + head * x.strides()[1],
+          stride};
+}
+
+// FillRows() zeroes `width` floats of rows [begin, end).
+template <class T>
+void FillRows(const HeadRows<T>& rows, int64_t begin, int64_t end,
+              int64_t width) {
+  for (int64_t i = begin; i < end; ++i) {
+    std::fill(rows.Row(i), rows.Row(i) + width, T{0});
+  }
+}
+
 // ForwardTile's state for one tile of queries against one block of keys:
 // s holds the block's scores q k^T, rows x cols, dense (with a stride of
 // kKeyBlock whatever the block's width, the forward at T = 128 took 2-3x
@@ -272,18 +304,18 @@ void ForwardTile(const FusedAttentionShape& shape, const Masks& masks,
                  const FusedAttentionTensors& t, int64_t bh, int64_t q0) {
   const int64_t dh = shape.head_dim, dv = shape.value_dim;
   const int64_t rows = std::min(kTile, shape.queries - q0);
-  const T* q = t.q.data_as<const T>() + (bh * shape.queries + q0) * dh;
-  const T* k = t.k.data_as<const T>() + bh * shape.keys * dh;
-  const T* v = t.v.data_as<const T>() + bh * shape.keys * dv;
-  T* out = t.out.data_as<T>() + (bh * shape.queries + q0) * dv;
+  const HeadRows<const T> q = RowsOf<const T>(t.q, shape, bh);
+  const HeadRows<const T> k = RowsOf<const T>(t.k, shape, bh);
+  const HeadRows<const T> v = RowsOf<const T>(t.v, shape, bh);
+  const HeadRows<T> out = RowsOf<T>(t.out, shape, bh);
   T* lse = t.logsumexp.data_as<T>() + bh * shape.queries + q0;
   const int64_t key_end = masks.KeyEnd(q0 + rows);
   std::vector<T> s(rows * std::min(kKeyBlock, key_end)), acc(rows * dv, T{0});
   std::vector<T> m(rows, -std::numeric_limits<T>::infinity()), l(rows, T{0});
   for (int64_t k0 = 0; k0 < key_end; k0 += kKeyBlock) {
     const int64_t cols = std::min(kKeyBlock, key_end - k0);
-    Gemm<T>(CblasNoTrans, CblasTrans, rows, cols, dh, q, dh, k + k0 * dh, dh,
-            s.data(), cols);
+    Gemm<T>(CblasNoTrans, CblasTrans, rows, cols, dh, q.Row(q0), q.stride,
+            k.Row(k0), k.stride, s.data(), cols);
     const ScoreTile<T> tile{bh / shape.heads,
                             q0,
                             rows,
@@ -305,10 +337,11 @@ void ForwardTile(const FusedAttentionShape& shape, const Masks& masks,
       SoftmaxRows(masks, tile);
     }
     Gemm<T>(CblasNoTrans, CblasNoTrans, rows, dv, cols, s.data(), cols,
-            v + k0 * dv, dv, acc.data(), dv, GemmAccumulate::kAdd);
+            v.Row(k0), v.stride, acc.data(), dv, GemmAccumulate::kAdd);
   }
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t d = 0; d < dv; ++d) out[r * dv + d] = acc[r * dv + d] / l[r];
+    T* out_row = out.Row(q0 + r);
+    for (int64_t d = 0; d < dv; ++d) out_row[d] = acc[r * dv + d] / l[r];
     lse[r] = m[r] + std::log(l[r]);  // -inf for a row with no key
   }
 }
@@ -390,28 +423,28 @@ void BackwardHead(const FusedAttentionShape& shape, const Masks& masks,
   const int64_t dh = shape.head_dim, dv = shape.value_dim;
   const int64_t queries = shape.queries, keys = shape.keys;
   const int64_t batch = bh / shape.heads;
-  const T* q = t.q.data_as<const T>() + bh * queries * dh;
-  const T* k = t.k.data_as<const T>() + bh * keys * dh;
-  const T* v = t.v.data_as<const T>() + bh * keys * dv;
-  const T* out = t.out.data_as<const T>() + bh * queries * dv;
-  const T* grad_out = t.grad_out.data_as<const T>() + bh * queries * dv;
+  const HeadRows<const T> q = RowsOf<const T>(t.q, shape, bh);
+  const HeadRows<const T> k = RowsOf<const T>(t.k, shape, bh);
+  const HeadRows<const T> v = RowsOf<const T>(t.v, shape, bh);
+  const HeadRows<const T> out = RowsOf<const T>(t.out, shape, bh);
+  const HeadRows<const T> grad_out = RowsOf<const T>(t.grad_out, shape, bh);
   const T* lse = t.logsumexp.data_as<const T>() + bh * queries;
-  T* dq = t.grad_q.data_as<T>() + bh * queries * dh;
-  T* dk = t.grad_k.data_as<T>() + bh * keys * dh;
-  T* dvv = t.grad_v.data_as<T>() + bh * keys * dv;
+  const HeadRows<T> dq = RowsOf<T>(t.grad_q, shape, bh);
+  const HeadRows<T> dk = RowsOf<T>(t.grad_k, shape, bh);
+  const HeadRows<T> dvv = RowsOf<T>(t.grad_v, shape, bh);
   // Each gradient's first product overwrites it rather than adding to a
   // zero fill (the fills took 3% of the char-LM's attention): dq's at the
   // first key tile, which every query sees, dk's and dv's at a tile's first
   // block of queries. Only what no product reaches is zeroed.
-  if (keys == 0) std::fill(dq, dq + queries * dh, T{0});
+  if (keys == 0) FillRows(dq, 0, queries, dh);
   const T scale = static_cast<T>(shape.scale);
   // delta[i] = dO_i . O_i, the softmax backward's row term.
   std::vector<T> delta(queries);
   for (int64_t i = 0; i < queries; ++i) {
     T sum = 0;
-    for (int64_t d = 0; d < dv; ++d) {
-      sum += grad_out[i * dv + d] * out[i * dv + d];
-    }
+    const T* grad_out_row = grad_out.Row(i);
+    const T* out_row = out.Row(i);
+    for (int64_t d = 0; d < dv; ++d) sum += grad_out_row[d] * out_row[d];
     delta[i] = sum;
   }
   const int64_t block = std::min(kQueryBlock, queries) * std::min(kTile, keys);
@@ -421,8 +454,8 @@ void BackwardHead(const FusedAttentionShape& shape, const Masks& masks,
     // Causal: queries before k0 see none of these keys.
     const int64_t first_query = shape.causal ? k0 : 0;
     if (first_query >= queries) {
-      std::fill(dk + k0 * dh, dk + (k0 + cols) * dh, T{0});
-      std::fill(dvv + k0 * dv, dvv + (k0 + cols) * dv, T{0});
+      FillRows(dk, k0, k0 + cols, dh);
+      FillRows(dvv, k0, k0 + cols, dv);
     }
     for (int64_t q0 = first_query; q0 < queries; q0 += kQueryBlock) {
       const GemmAccumulate into_dq =
@@ -430,8 +463,8 @@ void BackwardHead(const FusedAttentionShape& shape, const Masks& masks,
       const GemmAccumulate into_dk_dv =
           q0 == first_query ? GemmAccumulate::kOverwrite : GemmAccumulate::kAdd;
       const int64_t rows = std::min(kQueryBlock, queries - q0);
-      Gemm<T>(CblasNoTrans, CblasTrans, rows, cols, dh, q + q0 * dh, dh,
-              k + k0 * dh, dh, p.data(), cols);
+      Gemm<T>(CblasNoTrans, CblasTrans, rows, cols, dh, q.Row(q0), q.stride,
+              k.Row(k0), k.stride, p.data(), cols);
       const WeightTile<T> weights{batch, q0,    rows, k0,
                                   cols,  scale, lse,  p.data()};
       if constexpr (std::is_same_v<T, float>) {
@@ -445,10 +478,11 @@ void BackwardHead(const FusedAttentionShape& shape, const Masks& masks,
       }
       // dv_j += P^T dO_i
       Gemm<T>(CblasTrans, CblasNoTrans, cols, dv, rows, p.data(), cols,
-              grad_out + q0 * dv, dv, dvv + k0 * dv, dv, into_dk_dv);
+              grad_out.Row(q0), grad_out.stride, dvv.Row(k0), dvv.stride,
+              into_dk_dv);
       // dP = dO_i v_j^T, then dS = P (dP - delta) scale, kept in dp.
-      Gemm<T>(CblasNoTrans, CblasTrans, rows, cols, dv, grad_out + q0 * dv, dv,
-              v + k0 * dv, dv, dp.data(), cols);
+      Gemm<T>(CblasNoTrans, CblasTrans, rows, cols, dv, grad_out.Row(q0),
+              grad_out.stride, v.Row(k0), v.stride, dp.data(), cols);
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t c = 0; c < cols; ++c) {
           const int64_t at = r * cols + c;
@@ -457,9 +491,9 @@ void BackwardHead(const FusedAttentionShape& shape, const Masks& masks,
       }
       // dq_i += dS k_j; dk_j += dS^T q_i.
       Gemm<T>(CblasNoTrans, CblasNoTrans, rows, dh, cols, dp.data(), cols,
-              k + k0 * dh, dh, dq + q0 * dh, dh, into_dq);
+              k.Row(k0), k.stride, dq.Row(q0), dq.stride, into_dq);
       Gemm<T>(CblasTrans, CblasNoTrans, cols, dh, rows, dp.data(), cols,
-              q + q0 * dh, dh, dk + k0 * dh, dh, into_dk_dv);
+              q.Row(q0), q.stride, dk.Row(k0), dk.stride, into_dk_dv);
     }
   }
 }
