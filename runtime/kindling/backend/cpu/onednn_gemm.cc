@@ -141,10 +141,13 @@ bool Dense(int64_t rows, int64_t cols, int64_t ld, bool transposed) {
 // the same generated kernels as the matmul primitive's "gemm:jit" without a
 // primitive. Given operands with gaps between their rows (the attention's
 // heads read in place from [B, T, H, D]), the matmul primitive leaves its
-// brgemm kernel for a slower one while dnnl_sgemm keeps its rate, one
-// thread (scratch/small_gemm): q k^T of 128 x 128 x 32 at 192 GF/s on the
-// primitive against 224, p v of 128 x 32 x 128 at 205 against 254, a
-// 64 x 64 x 32 tile at 101 against 144.
+// brgemm kernel for a slower one while dnnl_sgemm keeps its rate (one
+// thread, rows 128 floats apart, each call timed over 2000 repeats): q k^T
+// of 128 x 128 x 32 at 192 GF/s on the primitive against 224, p v of
+// 128 x 32 x 128 at 205 against 254, a 64 x 64 x 32 tile at 101 against
+// 144. Sending the MLP's and the char-LM's slabs that have such gaps here
+// left benches/gemm_bench's rates level (the MLP's first layer forward
+// 454-456 GFLOP/s against 445-448 on 2 threads).
 bool DirectSgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
                  int64_t k, const float* a, int64_t lda, const float* b,
                  int64_t ldb, float* c, int64_t ldc, bool accumulate) {
