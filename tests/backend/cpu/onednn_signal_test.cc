@@ -114,14 +114,14 @@ bool IsBlocked() {
 TEST(SignalsDeferredTest, GuardsNestAndTheOutermostRestoresTheMask) {
   ASSERT_FALSE(IsBlocked());
   {
-    const OneDnnGemmBatch batch;
+    const SignalsDeferred outer;
     EXPECT_TRUE(IsBlocked());
     {
       const SignalsDeferred inner;
       EXPECT_TRUE(IsBlocked());
     }
     EXPECT_TRUE(IsBlocked()) << "the inner guard unblocked the outer's";
-    // A product inside the batch leaves the mask to the batch.
+    // A product inside the outer guard leaves the mask to it.
     std::vector<float> a(64 * 64, 1.0f), c(64 * 64);
     ASSERT_TRUE(OneDnnSgemm(false, false, 64, 64, 64, a.data(), 64, a.data(),
                             64, c.data(), 64, false));

@@ -188,9 +188,4 @@ bool OneDnnSgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
   return true;
 }
 
-OneDnnGemmBatch::OneDnnGemmBatch()
-    : signals_deferred_(std::make_unique<SignalsDeferred>()) {}
-
-OneDnnGemmBatch::~OneDnnGemmBatch() = default;
-
 }  // namespace kindling::cpu

@@ -25,11 +25,8 @@
 #define KINDLING_BACKEND_CPU_ONEDNN_GEMM_H_
 
 #include <cstdint>
-#include <memory>
 
 namespace kindling::cpu {
-
-class SignalsDeferred;  // onednn_common.h
 
 // OneDnnSgemm() computes c [m, n] = op(a) [m, k] x op(b) [k, n], or adds
 // that to c (`accumulate`), row-major with cblas_sgemm's leading dimensions,
@@ -38,22 +35,6 @@ class SignalsDeferred;  // onednn_common.h
 bool OneDnnSgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
                  int64_t k, const float* a, int64_t lda, const float* b,
                  int64_t ldb, float* c, int64_t ldc, bool accumulate);
-
-// OneDnnGemmBatch: while one lives, the OneDnnSgemm calls of the thread
-// that made it share one deferral of asynchronous signals, where each call
-// otherwise makes two pthread_sigmask calls (0.33 us together here). For
-// loops of many small products: the fused attention's tiles make about 1800
-// calls per char-LM block and step.
-class OneDnnGemmBatch {
- public:
-  OneDnnGemmBatch();
-  ~OneDnnGemmBatch();
-  OneDnnGemmBatch(const OneDnnGemmBatch&) = delete;
-  OneDnnGemmBatch& operator=(const OneDnnGemmBatch&) = delete;
-
- private:
-  std::unique_ptr<SignalsDeferred> signals_deferred_;
-};
 
 }  // namespace kindling::cpu
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kindling/backend/cpu/gemm.h"
+#include "kindling/backend/cpu/onednn_common.h"
 #include "kindling/backend/cpu/parallel.h"
 #include "kindling/backend/cpu/vector_math.h"
 #include "kindling/nn/fused_attention.h"
@@ -352,7 +353,8 @@ void Forward(const FusedAttentionShape& shape, const FusedAttentionTensors& t) {
   const int64_t tiles = (shape.queries + kTile - 1) / kTile;
   const int64_t heads = shape.batch * shape.heads;
   cpu::ParallelFor(heads * tiles, 1, [&](int64_t begin, int64_t end) {
-    const cpu::OneDnnGemmBatch gemm_batch;
+    // One deferral for all the tiles' products (onednn_common.h).
+    const cpu::SignalsDeferred signals_deferred;
     for (int64_t task = begin; task < end; ++task) {
       ForwardTile<T>(shape, masks, t, task / tiles, (task % tiles) * kTile);
     }
@@ -504,7 +506,7 @@ void Backward(const FusedAttentionShape& shape,
   const Masks masks = MasksOf(shape, t);
   cpu::ParallelFor(shape.batch * shape.heads, 1,
                    [&](int64_t begin, int64_t end) {
-                     const cpu::OneDnnGemmBatch gemm_batch;
+                     const cpu::SignalsDeferred signals_deferred;
                      for (int64_t bh = begin; bh < end; ++bh) {
                        BackwardHead<T>(shape, masks, t, bh);
                      }
