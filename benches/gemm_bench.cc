@@ -11,6 +11,13 @@
 // Counters: openblas_GFLOPs and onednn_GFLOPs (medians over the blocks) and
 // onednn_vs_openblas = oneDNN's time / OpenBLAS's (< 1: oneDNN is faster).
 //
+// BM_AttentionTile: the fused attention's tile products at the char-LM's
+// shapes (64-query tiles, heads of 32 read in place, rows 128 floats apart),
+// one thread: cpu::Gemm (the library gemm.h picks) against the attention's
+// own AVX-512 panels (nn/cpu/attention_products.h), whole tiles, no causal
+// bound. Counters library_GFLOPs, panel_GFLOPs and panel_vs_library (the
+// panels' time / the library's; < 1: the panels are faster).
+//
 //   taskset -c 0,1 bazel-bin/benches/gemm_bench --benchmark_repetitions=3
 //       --benchmark_report_aggregates_only=true
 #include <cblas.h>
@@ -25,6 +32,8 @@
 #include "kindling/backend/cpu/gemm.h"
 #include "kindling/backend/cpu/onednn_gemm.h"
 #include "kindling/backend/cpu/parallel.h"
+#include "kindling/backend/cpu/vector_math.h"
+#include "kindling/nn/cpu/attention_products.h"
 
 namespace kindling {
 namespace {
@@ -117,6 +126,71 @@ void BM_Gemm(benchmark::State& state) {
 
 BENCHMARK(BM_Gemm)
     ->DenseRange(0, std::size(kShapes) - 1)
+    ->Iterations(7)
+    ->UseManualTime();
+
+// One tile product: c [m, n] = op(a) op(b), with the leading dimensions the
+// attention passes (heads in place: 128; its own tiles dense).
+struct TileShape {
+  const char* name;
+  bool transpose_a, transpose_b;
+  int64_t m, n, k, lda, ldb, ldc;
+};
+
+constexpr TileShape kTiles[] = {
+    {"scores_q_kT_64x64x32", false, true, 64, 64, 32, 128, 128, 64},
+    {"scores_q_kT_64x128x32", false, true, 64, 128, 32, 128, 128, 128},
+    {"out_p_v_64x32x128", false, false, 64, 32, 128, 128, 128, 32},
+    {"grad_v_pT_dO_64x32x128", true, false, 64, 32, 128, 64, 128, 128},
+    {"grad_q_dS_k_128x32x64", false, false, 128, 32, 64, 64, 128, 128},
+    {"grad_k_dST_q_64x32x128", true, false, 64, 32, 128, 64, 128, 128},
+};
+
+void BM_AttentionTile(benchmark::State& state) {
+  const TileShape& s = kTiles[state.range(0)];
+  state.SetLabel(s.name);
+  if (!cpu::HasAvx512()) {
+    state.SkipWithError("the panels need AVX-512, which this CPU lacks");
+    return;
+  }
+  cpu::UseSingleThreadedBlas();
+  std::vector<float> a(1 << 16, 0.5f), b(1 << 16, 0.25f), c(1 << 16);
+  const double flops = 2.0 * s.m * s.n * s.k;
+  constexpr int kCalls = 2000;
+  auto block = [&](bool panels) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kCalls; ++i) {
+      if (panels) {
+        nn::PanelProductF32(s.transpose_a, s.transpose_b, s.m, s.n, s.k,
+                            a.data(), s.lda, b.data(), s.ldb, c.data(), s.ldc,
+                            cpu::GemmAccumulate::kOverwrite, {});
+      } else {
+        cpu::Gemm<float>(s.transpose_a ? CblasTrans : CblasNoTrans,
+                         s.transpose_b ? CblasTrans : CblasNoTrans, s.m, s.n,
+                         s.k, a.data(), s.lda, b.data(), s.ldb, c.data(),
+                         s.ldc);
+      }
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+               .count() /
+           kCalls;
+  };
+  block(false);
+  block(true);
+  std::vector<double> library, panels;
+  for (auto _ : state) {
+    library.push_back(block(false));
+    panels.push_back(block(true));
+    state.SetIterationTime(library.back() + panels.back());
+  }
+  state.counters["library_GFLOPs"] = flops / Median(library) / 1e9;
+  state.counters["panel_GFLOPs"] = flops / Median(panels) / 1e9;
+  state.counters["panel_vs_library"] = Median(panels) / Median(library);
+}
+
+BENCHMARK(BM_AttentionTile)
+    ->DenseRange(0, std::size(kTiles) - 1)
     ->Iterations(7)
     ->UseManualTime();
 

@@ -256,7 +256,13 @@ INSTANTIATE_TEST_SUITE_P(
             FusedCase{2, 1, 70, 600, 4, 3, false, true},
             FusedCase{2, 1, 330, 330, 4, 4, true, true},
             // One query, one key.
-            FusedCase{1, 1, 1, 1, 3, 2, false, false}),
+            FusedCase{1, 1, 1, 1, 3, 2, false, false},
+            // Head widths of one and more registers' worth (the tile
+            // products' 32-column panels), causal tiles split into panels
+            // of eight queries at ragged offsets.
+            FusedCase{2, 2, 130, 130, 32, 48, true, true},
+            FusedCase{1, 2, 77, 140, 40, 32, false, true},
+            FusedCase{1, 1, 141, 67, 16, 33, true, false}),
         ::testing::Values(DType::kF32, DType::kF64)));
 
 TEST(FusedAttentionTest, ReadsAndWritesTheProjectionsLayoutInPlace) {

@@ -15,6 +15,11 @@
 // P = exp(S - lse), then dv += P^T dO, dP = dO v^T, dS = P (dP - D) scale,
 // dq += dS k, dk += dS^T q: five GEMMs on [kQueryBlock, kTile] blocks.
 // Nothing of size T x S is ever allocated.
+//
+// The products go through TileProduct (attention_products.h): for f32 on
+// AVX-512, panels of eight rows that, under the causal mask, compute only
+// the keys each panel's queries see; the softmax and the recomputed weights
+// then skip the chunks of sixteen keys past a row's last seen key.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -26,6 +31,7 @@
 #include "kindling/backend/cpu/onednn_common.h"
 #include "kindling/backend/cpu/parallel.h"
 #include "kindling/backend/cpu/vector_math.h"
+#include "kindling/nn/cpu/attention_products.h"
 #include "kindling/nn/fused_attention.h"
 #include "kindling/tensor/dtype.h"
 #include "kindling/tensor/dtype_dispatch.h"
@@ -34,8 +40,8 @@
 namespace kindling::nn {
 namespace {
 
-using cpu::Gemm;
 using cpu::GemmAccumulate;
+using Bound = ProductBound::Kind;
 
 constexpr int64_t kTile = 64;
 // The forward's blocks of keys are four tiles wide: at T = 2048 (causal,
@@ -81,6 +87,11 @@ struct Masks {
   bool Skips(int64_t batch, int64_t query, int64_t key) const {
     return (causal && key > query) ||
            (padding != nullptr && padding[batch * keys + key]);
+  }
+  // SeenKeys() is how many of the `cols` keys from k0 `query` may see: all
+  // of them but for the causal mask (padding may hide more).
+  int64_t SeenKeys(int64_t query, int64_t k0, int64_t cols) const {
+    return causal ? std::clamp<int64_t>(query - k0 + 1, 0, cols) : cols;
   }
   // KeyEnd() is one past the last key a tile of queries ending before
   // `query_end` may see.
@@ -210,8 +221,20 @@ uint64_t RowKeptKeys(const Masks& masks, uint64_t tile_kept, int64_t query,
 // write into the next row.
 __mmask16 ChunkInRow(int64_t cols, int64_t j) {
   const int64_t left = cols - 16 * j;
+  if (left <= 0) return 0;
   return static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1);
 }
+
+// ZeroChunks() zeroes a row of `cols` floats from chunk `first` on: stores,
+// not a call to memset per row (which took longer than the weights saved).
+KINDLING_AVX512_BEGIN
+KINDLING_AVX512 void ZeroChunks(float* row, int64_t cols, int64_t first) {
+  for (int64_t j = first; 16 * j < cols; ++j) {
+    _mm512_mask_storeu_ps(row + 16 * j, ChunkInRow(cols, j),
+                          _mm512_setzero_ps());
+  }
+}
+KINDLING_AVX512_END
 
 // BlockKeys: one bit per key of a block of up to kKeyBlock keys, 64 to a
 // word.
@@ -262,7 +285,6 @@ KINDLING_AVX512 void SoftmaxRows16(const Masks& masks,
       BlockKeptKeys(masks, tile.batch, tile.k0, tile.cols);
   const __m512 scale = _mm512_set1_ps(tile.scale);
   const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
-  const int64_t chunks = (tile.cols + 15) / 16;
   for (int64_t r = 0; r < tile.rows; ++r) {
     float* row = tile.s + r * tile.cols;
     const BlockKeys kept =
@@ -271,6 +293,11 @@ KINDLING_AVX512 void SoftmaxRows16(const Masks& masks,
       std::fill(row, row + tile.cols, 0.0f);
       continue;
     }
+    // Past the keys the row sees (causal), its weights are 0 and its scores
+    // may be unwritten (attention_products.h).
+    const int64_t chunks =
+        (masks.SeenKeys(tile.q0 + r, tile.k0, tile.cols) + 15) / 16;
+    ZeroChunks(row, tile.cols, chunks);
     __m512 maxima = neg_inf;
     for (int64_t j = 0; j < chunks; ++j) {
       const __mmask16 lanes = kept.Lanes(j);
@@ -315,8 +342,11 @@ void ForwardTile(const FusedAttentionShape& shape, const Masks& masks,
   std::vector<T> m(rows, -std::numeric_limits<T>::infinity()), l(rows, T{0});
   for (int64_t k0 = 0; k0 < key_end; k0 += kKeyBlock) {
     const int64_t cols = std::min(kKeyBlock, key_end - k0);
-    Gemm<T>(CblasNoTrans, CblasTrans, rows, cols, dh, q.Row(q0), q.stride,
-            k.Row(k0), k.stride, s.data(), cols);
+    // Causal: query q0 + r sees keys k0 + c for c < r + (q0 - k0 + 1).
+    const ProductBound seen{masks.causal ? Bound::kColumnsBelow : Bound::kAll,
+                            q0 - k0 + 1};
+    TileProduct<T>(false, true, rows, cols, dh, q.Row(q0), q.stride, k.Row(k0),
+                   k.stride, s.data(), cols, GemmAccumulate::kOverwrite, seen);
     const ScoreTile<T> tile{bh / shape.heads,
                             q0,
                             rows,
@@ -337,8 +367,10 @@ void ForwardTile(const FusedAttentionShape& shape, const Masks& masks,
     } else {
       SoftmaxRows(masks, tile);
     }
-    Gemm<T>(CblasNoTrans, CblasNoTrans, rows, dv, cols, s.data(), cols,
-            v.Row(k0), v.stride, acc.data(), dv, GemmAccumulate::kAdd);
+    TileProduct<T>(
+        false, false, rows, dv, cols, s.data(), cols, v.Row(k0), v.stride,
+        acc.data(), dv, GemmAccumulate::kAdd,
+        {masks.causal ? Bound::kDepthBelow : Bound::kAll, seen.offset});
   }
   for (int64_t r = 0; r < rows; ++r) {
     T* out_row = out.Row(q0 + r);
@@ -397,7 +429,6 @@ KINDLING_AVX512 void RecomputeWeights16(const Masks& masks,
                                         const WeightTile<float>& tile) {
   const uint64_t tile_kept = KeptKeys(masks, tile.batch, tile.k0, tile.cols);
   const __m512 scale = _mm512_set1_ps(tile.scale);
-  const int64_t chunks = (tile.cols + 15) / 16;
   for (int64_t r = 0; r < tile.rows; ++r) {
     float* row = tile.p + r * tile.cols;
     const float lse = tile.lse[tile.q0 + r];
@@ -406,6 +437,10 @@ KINDLING_AVX512 void RecomputeWeights16(const Masks& masks,
       std::fill(row, row + tile.cols, 0.0f);
       continue;
     }
+    // As in SoftmaxRows16: past the keys the row sees, zeros.
+    const int64_t chunks =
+        (masks.SeenKeys(tile.q0 + r, tile.k0, tile.cols) + 15) / 16;
+    ZeroChunks(row, tile.cols, chunks);
     const __m512 shift = _mm512_set1_ps(lse);
     for (int64_t j = 0; j < chunks; ++j) {
       const __mmask16 lanes = static_cast<__mmask16>(kept >> (16 * j));
@@ -417,6 +452,15 @@ KINDLING_AVX512 void RecomputeWeights16(const Masks& masks,
   }
 }
 KINDLING_AVX512_END
+
+// ScoreGradientRow() turns a row of dP into dS = P (dP - delta) scale for
+// its first `seen` keys and zeroes the rest of its `cols`.
+template <class T>
+void ScoreGradientRow(const T* p, T delta, T scale, int64_t seen, int64_t cols,
+                      T* dp) {
+  for (int64_t c = 0; c < seen; ++c) dp[c] = p[c] * (dp[c] - delta) * scale;
+  std::fill(dp + seen, dp + cols, T{0});
+}
 
 // BackwardHead() computes dq, dk and dv of head `bh`.
 template <class T>
@@ -465,8 +509,16 @@ void BackwardHead(const FusedAttentionShape& shape, const Masks& masks,
       const GemmAccumulate into_dk_dv =
           q0 == first_query ? GemmAccumulate::kOverwrite : GemmAccumulate::kAdd;
       const int64_t rows = std::min(kQueryBlock, queries - q0);
-      Gemm<T>(CblasNoTrans, CblasTrans, rows, cols, dh, q.Row(q0), q.stride,
-              k.Row(k0), k.stride, p.data(), cols);
+      // Causal: query q0 + r sees keys k0 + c for c < r + (q0 - k0 + 1), and
+      // key k0 + c is seen by queries q0 + r for r >= c + (k0 - q0).
+      const Bound below = masks.causal ? Bound::kColumnsBelow : Bound::kAll;
+      const Bound depth_below = masks.causal ? Bound::kDepthBelow : Bound::kAll;
+      const ProductBound seen{below, q0 - k0 + 1};
+      const ProductBound seen_by{masks.causal ? Bound::kDepthFrom : Bound::kAll,
+                                 k0 - q0};
+      TileProduct<T>(false, true, rows, cols, dh, q.Row(q0), q.stride,
+                     k.Row(k0), k.stride, p.data(), cols,
+                     GemmAccumulate::kOverwrite, seen);
       const WeightTile<T> weights{batch, q0,    rows, k0,
                                   cols,  scale, lse,  p.data()};
       if constexpr (std::is_same_v<T, float>) {
@@ -479,23 +531,25 @@ void BackwardHead(const FusedAttentionShape& shape, const Masks& masks,
         RecomputeWeights(masks, weights);
       }
       // dv_j += P^T dO_i
-      Gemm<T>(CblasTrans, CblasNoTrans, cols, dv, rows, p.data(), cols,
-              grad_out.Row(q0), grad_out.stride, dvv.Row(k0), dvv.stride,
-              into_dk_dv);
+      TileProduct<T>(true, false, cols, dv, rows, p.data(), cols,
+                     grad_out.Row(q0), grad_out.stride, dvv.Row(k0), dvv.stride,
+                     into_dk_dv, seen_by);
       // dP = dO_i v_j^T, then dS = P (dP - delta) scale, kept in dp.
-      Gemm<T>(CblasNoTrans, CblasTrans, rows, cols, dv, grad_out.Row(q0),
-              grad_out.stride, v.Row(k0), v.stride, dp.data(), cols);
+      TileProduct<T>(false, true, rows, cols, dv, grad_out.Row(q0),
+                     grad_out.stride, v.Row(k0), v.stride, dp.data(), cols,
+                     GemmAccumulate::kOverwrite, seen);
       for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t c = 0; c < cols; ++c) {
-          const int64_t at = r * cols + c;
-          dp[at] = p[at] * (dp[at] - delta[q0 + r]) * scale;
-        }
+        // dP is unwritten past the keys the row sees, where dS is 0.
+        ScoreGradientRow<T>(p.data() + r * cols, delta[q0 + r], scale,
+                            masks.SeenKeys(q0 + r, k0, cols), cols,
+                            dp.data() + r * cols);
       }
       // dq_i += dS k_j; dk_j += dS^T q_i.
-      Gemm<T>(CblasNoTrans, CblasNoTrans, rows, dh, cols, dp.data(), cols,
-              k.Row(k0), k.stride, dq.Row(q0), dq.stride, into_dq);
-      Gemm<T>(CblasTrans, CblasNoTrans, cols, dh, rows, dp.data(), cols,
-              q.Row(q0), q.stride, dk.Row(k0), dk.stride, into_dk_dv);
+      TileProduct<T>(false, false, rows, dh, cols, dp.data(), cols, k.Row(k0),
+                     k.stride, dq.Row(q0), dq.stride, into_dq,
+                     {depth_below, seen.offset});
+      TileProduct<T>(true, false, cols, dh, rows, dp.data(), cols, q.Row(q0),
+                     q.stride, dk.Row(k0), dk.stride, into_dk_dv, seen_by);
     }
   }
 }
