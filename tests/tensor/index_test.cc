@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kindling/tensor/backend.h"
 #include "kindling/tensor/tensor.h"
 
 namespace kindling {
@@ -52,6 +53,39 @@ TEST(IndexSelectTest, Int32IndicesAndTransposedTable) {
   const auto ids = Tensor<1, Int>::FromData<int32_t>({2, 1}, {2});
   EXPECT_EQ((std::vector<float>{2, 5, 1, 4}),
             index_select(table, 0, ids).to_data<float>());
+}
+
+TEST(ScatterAddTest, BroadcastIndexAddsAsItsCopyDoes) {
+  // index_select's gradient passes its 1-D index expanded over the other
+  // axes, which the CPU kernel reads once per pick: the sums must be those
+  // of the same index materialized, bit for bit, whatever the axis, index
+  // dtype and thread split (600 rows of 70 columns, ids repeated).
+  for (const int axis : {0, 1}) {
+    for (const DType index_dtype : {DType::kI64, DType::kI32}) {
+      std::vector<int64_t> ids(600);
+      for (size_t j = 0; j < ids.size(); ++j) ids[j] = (j * 7 + j / 5) % 13;
+      const Shape src_shape = axis == 0 ? Shape{600, 70} : Shape{70, 600};
+      const Shape out_shape = axis == 0 ? Shape{13, 70} : Shape{70, 13};
+      const Shape line = axis == 0 ? Shape{600, 1} : Shape{1, 600};
+      const TensorBase index = Tensor<1, Int>::FromData(ids, {600})
+                                   .base()
+                                   .To(index_dtype)
+                                   .Reshape(line)
+                                   .Expand(src_shape);
+      ASSERT_EQ(0, index.strides()[1 - axis]) << "the broadcast under test";
+      const TensorBase src =
+          (Tensor<1>::Arange(0, 42000) * 0.37f).reshape<2>(src_shape).base();
+      const TensorBase broadcast = Tensor<2>::Zeros(out_shape).base();
+      const TensorBase copied = Tensor<2>::Zeros(out_shape).base();
+      GetBackend(Device::Cpu()).ScatterAdd(broadcast, axis, index, src);
+      GetBackend(Device::Cpu())
+          .ScatterAdd(copied, axis, index.Contiguous(), src);
+      EXPECT_EQ(Tensor<2>(copied).to_data<float>(),
+                Tensor<2>(broadcast).to_data<float>())
+          << "axis " << axis << ", " << DTypeName(index_dtype);
+      EXPECT_NE(0.0f, Tensor<2>(copied).sum().item<float>());
+    }
+  }
 }
 
 TEST(GatherTest, PicksAlongAnAxis) {

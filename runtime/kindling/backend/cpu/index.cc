@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -131,13 +132,15 @@ void GatherKernel(const TensorBase& out, const TensorBase& in, int axis,
 
 namespace {
 
-// Shapes: out [outer, size, inner]; index, src [outer, picks, inner].
+// Shapes: out [outer, size, inner]; src [outer, picks, inner]; index_of(row,
+// j, i) the index of src's element (o, j, i), row = (o * picks + j) * inner.
 // Threads split the (outer, inner) columns: two columns never write the same
 // output element, so the adds need no atomics and the result does not depend
 // on the thread count.
-template <class T>
-void ScatterAddTyped(T* out, const T* src, const int64_t* index, int64_t outer,
-                     int64_t size, int64_t picks, int64_t inner) {
+template <class T, class IndexOf>
+void ScatterAddTyped(T* out, const T* src, const IndexOf& index_of,
+                     int64_t outer, int64_t size, int64_t picks,
+                     int64_t inner) {
   const int64_t grain =
       std::max<int64_t>(1, kElementGrain / std::max<int64_t>(picks, 1));
   ParallelFor(outer * inner, grain, [&](int64_t begin, int64_t end) {
@@ -148,7 +151,7 @@ void ScatterAddTyped(T* out, const T* src, const int64_t* index, int64_t outer,
       for (int64_t j = 0; j < picks; ++j) {
         const int64_t row = (o * picks + j) * inner;
         for (int64_t i = first; i < last; ++i) {
-          out[(o * size + index[row + i]) * inner + i] += src[row + i];
+          out[(o * size + index_of(row, j, i)) * inner + i] += src[row + i];
         }
       }
       column += last - first;
@@ -156,19 +159,52 @@ void ScatterAddTyped(T* out, const T* src, const int64_t* index, int64_t outer,
   });
 }
 
+// PicksOfBroadcast() is the entries along `axis` of an index that is one
+// index per pick broadcast over the other axes (index_select's gradient
+// expands its 1-D index so), or nullopt for any other index. Read so, the
+// index costs `picks` reads rather than a copy of src's size.
+std::optional<std::vector<int64_t>> PicksOfBroadcast(const TensorBase& index,
+                                                     int axis) {
+  for (int d = 0; d < index.rank(); ++d) {
+    if (d != axis && index.shape()[d] > 1 && index.strides()[d] != 0) {
+      return std::nullopt;
+    }
+  }
+  const int64_t picks = index.shape()[axis], stride = index.strides()[axis];
+  std::vector<int64_t> values(picks);
+  for (int64_t j = 0; j < picks; ++j) {
+    values[j] = index.dtype() == DType::kI64
+                    ? index.data_as<const int64_t>()[j * stride]
+                    : index.data_as<const int32_t>()[j * stride];
+  }
+  return values;
+}
+
 }  // namespace
 
 void ScatterAddKernel(const TensorBase& out, int axis, const TensorBase& index,
                       const TensorBase& src) {
   const TensorBase source = src.Contiguous();
-  const std::vector<int64_t> indices = ReadIndices(index);
   int64_t outer = 0, inner = 0;
   Outer(source.shape(), axis, &outer, &inner);
   const int64_t size = out.shape()[axis];
   const int64_t picks = source.shape()[axis];
   DispatchDType<kF32F64>(out.dtype(), "cpu scatter_add", [&]<class T>() {
-    ScatterAddTyped(out.data_as<T>(), source.data_as<const T>(), indices.data(),
-                    outer, size, picks, inner);
+    T* target = out.data_as<T>();
+    const T* from = source.data_as<const T>();
+    if (const auto by_pick = PicksOfBroadcast(index, axis)) {
+      const int64_t* pick = by_pick->data();
+      ScatterAddTyped(
+          target, from, [pick](int64_t, int64_t j, int64_t) { return pick[j]; },
+          outer, size, picks, inner);
+      return;
+    }
+    const std::vector<int64_t> indices = ReadIndices(index);
+    const int64_t* entry = indices.data();
+    ScatterAddTyped(
+        target, from,
+        [entry](int64_t row, int64_t, int64_t i) { return entry[row + i]; },
+        outer, size, picks, inner);
   });
 }
 
