@@ -38,41 +38,57 @@ KINDLING_AVX512 __mmask16 Lanes(int64_t count) {
   return count <= 0 ? 0 : static_cast<__mmask16>((1u << count) - 1);
 }
 
-// Panel() computes rows [0, kRows) of c, columns [0, n): c = (c +) the sum
-// over depth [d0, d1) of a(r, d) b[d].
+// Columns() computes rows [0, kRows) of c, columns [j, j + 16 kRegs) within
+// [0, n): c = (c +) the sum over depth [d0, d1) of a(r, d) b[d].
+template <int kRows, int kRegs>
+KINDLING_AVX512 void Columns(const PanelOperands& x, int64_t j, int64_t n,
+                             int64_t d0, int64_t d1, bool add) {
+  __mmask16 lanes[kRegs];
+  __m512 acc[kRows][kRegs];
+  for (int q = 0; q < kRegs; ++q) lanes[q] = Lanes(n - j - 16 * q);
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+    for (int q = 0; q < kRegs; ++q) acc[r][q] = _mm512_setzero_ps();
+  }
+  const float* b = x.b + j;
+  for (int64_t d = d0; d < d1; ++d) {
+    __m512 b_d[kRegs];
+    for (int q = 0; q < kRegs; ++q) {
+      b_d[q] = _mm512_maskz_loadu_ps(lanes[q], b + d * x.ldb + 16 * q);
+    }
+    const float* a = x.a + d * x.depth_step;
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 a_rd = _mm512_set1_ps(a[r * x.row_step]);
+      for (int q = 0; q < kRegs; ++q) {
+        acc[r][q] = _mm512_fmadd_ps(a_rd, b_d[q], acc[r][q]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+    float* c = x.c + r * x.ldc + j;
+    for (int q = 0; q < kRegs; ++q) {
+      if (add) {
+        acc[r][q] = _mm512_add_ps(acc[r][q],
+                                  _mm512_maskz_loadu_ps(lanes[q], c + 16 * q));
+      }
+      _mm512_mask_storeu_ps(c + 16 * q, lanes[q], acc[r][q]);
+    }
+  }
+}
+
+// Panel() computes rows [0, kRows) of c, columns [0, n), 32 columns at a
+// time and the last 1-16 with half the registers: a causal panel's columns
+// end anywhere, and a half-empty block would cost a full one.
 template <int kRows>
 KINDLING_AVX512 void Panel(const PanelOperands& x, int64_t n, int64_t d0,
                            int64_t d1, bool add) {
   for (int64_t j = 0; j < n; j += 32) {
-    const __mmask16 low = Lanes(n - j), high = Lanes(n - j - 16);
-    __m512 acc_low[kRows], acc_high[kRows];
-#pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) {
-      acc_low[r] = _mm512_setzero_ps();
-      acc_high[r] = _mm512_setzero_ps();
-    }
-    const float* b = x.b + j;
-    for (int64_t d = d0; d < d1; ++d) {
-      const __m512 b_low = _mm512_maskz_loadu_ps(low, b + d * x.ldb);
-      const __m512 b_high = _mm512_maskz_loadu_ps(high, b + d * x.ldb + 16);
-      const float* a = x.a + d * x.depth_step;
-#pragma GCC unroll 8
-      for (int r = 0; r < kRows; ++r) {
-        const __m512 a_rd = _mm512_set1_ps(a[r * x.row_step]);
-        acc_low[r] = _mm512_fmadd_ps(a_rd, b_low, acc_low[r]);
-        acc_high[r] = _mm512_fmadd_ps(a_rd, b_high, acc_high[r]);
-      }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) {
-      float* c = x.c + r * x.ldc + j;
-      if (add) {
-        acc_low[r] = _mm512_add_ps(acc_low[r], _mm512_maskz_loadu_ps(low, c));
-        acc_high[r] =
-            _mm512_add_ps(acc_high[r], _mm512_maskz_loadu_ps(high, c + 16));
-      }
-      _mm512_mask_storeu_ps(c, low, acc_low[r]);
-      _mm512_mask_storeu_ps(c + 16, high, acc_high[r]);
+    if (n - j > 16) {
+      Columns<kRows, 2>(x, j, n, d0, d1, add);
+    } else {
+      Columns<kRows, 1>(x, j, n, d0, d1, add);
     }
   }
 }
