@@ -93,35 +93,57 @@ double Median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+// TwoWays: the two implementations a benchmark compares, and its counters'
+// names: <first>_GFLOPs, <second>_GFLOPs and <ratio> = the second's time
+// over the first's.
+struct TwoWays {
+  const char* first;
+  const char* second;
+  const char* ratio;
+};
+
+// Alternate() times `calls` calls of run(false), then of run(true), once
+// per iteration after a warm-up block of each (which builds oneDNN's plans),
+// and reports the medians as `ways` names them.
+template <class Run>
+void Alternate(benchmark::State& state, double flops, int calls,
+               const TwoWays& ways, const Run& run) {
+  auto block = [&](bool second) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) run(second);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+               .count() /
+           calls;
+  };
+  block(false);
+  block(true);
+  std::vector<double> first, second;
+  for (auto _ : state) {
+    first.push_back(block(false));
+    second.push_back(block(true));
+    state.SetIterationTime(first.back() + second.back());
+  }
+  state.counters[std::string(ways.first) + "_GFLOPs"] =
+      flops / Median(first) / 1e9;
+  state.counters[std::string(ways.second) + "_GFLOPs"] =
+      flops / Median(second) / 1e9;
+  state.counters[ways.ratio] = Median(second) / Median(first);
+}
+
 void BM_Gemm(benchmark::State& state) {
   const GemmShape& s = kShapes[state.range(0)];
   state.SetLabel(s.name);
   cpu::UseSingleThreadedBlas();
   std::vector<float> a(s.m * s.k, 0.5f), b(s.k * s.n, 0.25f), c(s.m * s.n);
   const double flops = 2.0 * s.m * s.n * s.k;
-  // Blocks of about 20 ms; a warm-up block each builds oneDNN's plans.
+  // Blocks of about 20 ms.
   const int calls = std::max<int>(1, static_cast<int>(4e9 / flops));
-  auto block = [&](Library library) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) {
-      SlabbedGemm(library, s, a.data(), b.data(), c.data());
-    }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         start)
-               .count() /
-           calls;
-  };
-  block(Library::kOpenBlas);
-  block(Library::kOneDnn);
-  std::vector<double> openblas, onednn;
-  for (auto _ : state) {
-    openblas.push_back(block(Library::kOpenBlas));
-    onednn.push_back(block(Library::kOneDnn));
-    state.SetIterationTime(openblas.back() + onednn.back());
-  }
-  state.counters["openblas_GFLOPs"] = flops / Median(openblas) / 1e9;
-  state.counters["onednn_GFLOPs"] = flops / Median(onednn) / 1e9;
-  state.counters["onednn_vs_openblas"] = Median(onednn) / Median(openblas);
+  Alternate(state, flops, calls, {"openblas", "onednn", "onednn_vs_openblas"},
+            [&](bool onednn) {
+              SlabbedGemm(onednn ? Library::kOneDnn : Library::kOpenBlas, s,
+                          a.data(), b.data(), c.data());
+            });
 }
 
 BENCHMARK(BM_Gemm)
@@ -156,37 +178,19 @@ void BM_AttentionTile(benchmark::State& state) {
   cpu::UseSingleThreadedBlas();
   std::vector<float> a(1 << 16, 0.5f), b(1 << 16, 0.25f), c(1 << 16);
   const double flops = 2.0 * s.m * s.n * s.k;
-  constexpr int kCalls = 2000;
-  auto block = [&](bool panels) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < kCalls; ++i) {
-      if (panels) {
-        nn::PanelProductF32(s.transpose_a, s.transpose_b, s.m, s.n, s.k,
-                            a.data(), s.lda, b.data(), s.ldb, c.data(), s.ldc,
-                            cpu::GemmAccumulate::kOverwrite, {});
-      } else {
-        cpu::Gemm<float>(s.transpose_a ? CblasTrans : CblasNoTrans,
-                         s.transpose_b ? CblasTrans : CblasNoTrans, s.m, s.n,
-                         s.k, a.data(), s.lda, b.data(), s.ldb, c.data(),
-                         s.ldc);
-      }
-    }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         start)
-               .count() /
-           kCalls;
-  };
-  block(false);
-  block(true);
-  std::vector<double> library, panels;
-  for (auto _ : state) {
-    library.push_back(block(false));
-    panels.push_back(block(true));
-    state.SetIterationTime(library.back() + panels.back());
-  }
-  state.counters["library_GFLOPs"] = flops / Median(library) / 1e9;
-  state.counters["panel_GFLOPs"] = flops / Median(panels) / 1e9;
-  state.counters["panel_vs_library"] = Median(panels) / Median(library);
+  Alternate(state, flops, 2000, {"library", "panel", "panel_vs_library"},
+            [&](bool panels) {
+              if (panels) {
+                nn::PanelProductF32(s.transpose_a, s.transpose_b, s.m, s.n, s.k,
+                                    a.data(), s.lda, b.data(), s.ldb, c.data(),
+                                    s.ldc, cpu::GemmAccumulate::kOverwrite, {});
+                return;
+              }
+              cpu::Gemm<float>(s.transpose_a ? CblasTrans : CblasNoTrans,
+                               s.transpose_b ? CblasTrans : CblasNoTrans, s.m,
+                               s.n, s.k, a.data(), s.lda, b.data(), s.ldb,
+                               c.data(), s.ldc);
+            });
 }
 
 BENCHMARK(BM_AttentionTile)
