@@ -234,8 +234,14 @@ INSTANTIATE_TEST_SUITE_P(
         WindowCase{
             {{2, 2}, {2, 2}, {0, 0}, {1, 1}}, {2, 3, 5, 37}, DType::kF32},
         WindowCase{{{3, 3}, {2, 2}, {1, 1}, {1, 1}}, {2, 3, 8, 8}, DType::kF32},
+        WindowCase{{{1, 1}, {2, 2}, {0, 0}, {1, 1}}, {2, 2, 8, 6}, DType::kF32},
+        // Disjoint windows the 2x2 rows do not take (each cell routed at
+        // most one gradient): padded 3x3 at stride 3, dilated 2x2 at
+        // stride 3, and the example CNN's second pool (rows of 7).
+        WindowCase{{{3, 3}, {3, 3}, {1, 1}, {1, 1}}, {2, 2, 8, 7}, DType::kF32},
+        WindowCase{{{2, 2}, {3, 3}, {0, 0}, {2, 2}}, {1, 2, 9, 8}, DType::kF64},
         WindowCase{
-            {{1, 1}, {2, 2}, {0, 0}, {1, 1}}, {2, 2, 8, 6}, DType::kF32}));
+            {{2, 2}, {2, 2}, {0, 0}, {1, 1}}, {2, 4, 14, 14}, DType::kF32}));
 
 TEST(MaxPoolKernelTest, WindowOnlyOnPaddingGivesMinusInfinity) {
   // A 1x1 window with padding 1: the border positions see only padding.

@@ -231,6 +231,38 @@ void MaxPool2x2Backward(const TensorBase& input_grad, const TensorBase& grad,
       });
 }
 
+// WindowsDisjoint() is whether no two windows share an input cell (stride
+// at least the dilated kernel's extent on both axes), so that each cell
+// takes at most one window's gradient.
+bool WindowsDisjoint(const Window2dGeometry& window) {
+  for (int axis = 0; axis < 2; ++axis) {
+    const int64_t extent =
+        (window.kernel[axis] - 1) * window.dilation[axis] + 1;
+    if (window.stride[axis] < extent) return false;
+  }
+  return true;
+}
+
+// UnpoolDisjoint() stores each window's gradient at its argmax cell of a
+// zeroed plane, for windows that share no cell: plain stores where the
+// general loop reads, adds and writes back each cell in turn (the example
+// CNN's second pool, rows of 7 windows, took that loop). A window with no
+// argmax (-1) stores into a scratch cell, without a branch that a fused
+// ReLU's half of -1 entries would mispredict.
+template <class T>
+void UnpoolDisjoint(const T* source, const Shape& gs, const int64_t* index,
+                    int64_t out_h, int64_t out_w, T* target) {
+  T scratch;
+  for (int64_t oh = 0; oh < out_h; ++oh) {
+    for (int64_t ow = 0; ow < out_w; ++ow) {
+      const int64_t cell = index[oh * out_w + ow];
+      T* to = cell >= 0 ? target + cell : &scratch;
+      // + 0 as the general loop's 0 + g: a -0 gradient lands as +0.
+      *to = source[oh * gs[2] + ow * gs[3]] + T(0);
+    }
+  }
+}
+
 template <class T>
 void MaxPool2dBackwardTyped(const TensorBase& input_grad,
                             const TensorBase& grad, const TensorBase& argmax,
@@ -249,6 +281,7 @@ void MaxPool2dBackwardTyped(const TensorBase& input_grad,
   const T* g = grad.data_as<const T>();
   const int64_t* indices = argmax.data_as<const int64_t>();
   T* out = input_grad.data_as<T>();
+  const bool disjoint = WindowsDisjoint(window);
   ParallelFor(in_shape[0] * channels, PlaneGrain(plane_size + out_h * out_w),
               [&](int64_t begin, int64_t end) {
                 for (int64_t plane = begin; plane < end; ++plane) {
@@ -257,12 +290,16 @@ void MaxPool2dBackwardTyped(const TensorBase& input_grad,
                   std::fill(target, target + plane_size, T(0));
                   const T* source = g + n * gs[0] + c * gs[1];
                   const int64_t* index = indices + plane * out_h * out_w;
+                  if (disjoint) {
+                    UnpoolDisjoint(source, gs, index, out_h, out_w, target);
+                    continue;
+                  }
                   for (int64_t oh = 0; oh < out_h; ++oh) {
                     for (int64_t ow = 0; ow < out_w; ++ow) {
-                      // Branch-free: an argmax of -1 adds 0 to cell 0
-                      // (no change: the sum began at +0). After a fused
-                      // ReLU about half the entries are -1, and a branch
-                      // on them mispredicts.
+                      // Branch-free: an argmax of -1 adds 0 to cell 0 (no
+                      // change: the sum began at +0). After a fused ReLU about
+                      // half the entries are -1, and a branch on them
+                      // mispredicts.
                       const int64_t cell = index[oh * out_w + ow];
                       const bool routed = cell >= 0;
                       target[routed ? cell : 0] +=
