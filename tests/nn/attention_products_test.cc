@@ -5,7 +5,7 @@
 // and bounds that fall before, inside and past a tile.
 #include "kindling/nn/cpu/attention_products.h"
 
-#include <cmath>
+#include <array>
 #include <cstdint>
 #include <random>
 #include <string>
