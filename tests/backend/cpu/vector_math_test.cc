@@ -139,6 +139,15 @@ double GeluReference(double x) {
   return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
 }
 
+TEST(FirstLanes16Test, CountsOutsideTheRegisterClamp) {
+  EXPECT_EQ(0, FirstLanes16(-17));
+  EXPECT_EQ(0, FirstLanes16(0));
+  EXPECT_EQ(0x0001, FirstLanes16(1));
+  EXPECT_EQ(0x7FFF, FirstLanes16(15));
+  EXPECT_EQ(0xFFFF, FirstLanes16(16));
+  EXPECT_EQ(0xFFFF, FirstLanes16(1000));
+}
+
 TEST(Exp8Test, WithinTwoUlpAcrossTheFloatRange) {
   EXPECT_LE(WorstUlp(Exp8, ExpReference, SampleRange(-kInf, kInf)), 2);
 }

@@ -474,6 +474,14 @@ inline bool HasAvx512() {
   return has;
 }
 
+// FirstLanes16() is the mask of the first `count` of sixteen lanes: none
+// for count <= 0, all for count >= 16 (a row's chunk j of sixteen is
+// FirstLanes16(row_length - 16 * j)).
+inline __mmask16 FirstLanes16(int64_t count) {
+  if (count <= 0) return 0;
+  return count >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << count) - 1);
+}
+
 // Halves8() applies an eight-lane function to each half of x: the 16-lane
 // functions' slow path, so that it gives the eight-lane result bit for bit.
 KINDLING_AVX512_BEGIN

@@ -32,13 +32,6 @@ struct PanelOperands {
 
 KINDLING_AVX512_BEGIN
 
-// Lanes() is the mask of the first `count` of sixteen lanes (count may be
-// outside [0, 16]).
-KINDLING_AVX512 __mmask16 Lanes(int64_t count) {
-  if (count >= 16) return 0xFFFF;
-  return count <= 0 ? 0 : static_cast<__mmask16>((1u << count) - 1);
-}
-
 // Columns() computes rows [0, kRows) of c, columns [j, j + 16 kRegs) within
 // [0, n): c = (c +) the sum over depth [d0, d1) of a(r, d) b[d].
 template <int kRows, int kRegs>
@@ -46,7 +39,7 @@ KINDLING_AVX512 void Columns(const PanelOperands& x, int64_t j, int64_t n,
                              int64_t d0, int64_t d1, bool add) {
   __mmask16 lanes[kRegs];
   __m512 acc[kRows][kRegs];
-  for (int q = 0; q < kRegs; ++q) lanes[q] = Lanes(n - j - 16 * q);
+  for (int q = 0; q < kRegs; ++q) lanes[q] = cpu::FirstLanes16(n - j - 16 * q);
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
     for (int q = 0; q < kRegs; ++q) acc[r][q] = _mm512_setzero_ps();
@@ -124,7 +117,7 @@ KINDLING_AVX512 void PanelOfRows(int rows, const PanelOperands& x, int64_t n,
 KINDLING_AVX512 void Transpose16(const float* b, int64_t ldb, int64_t rows,
                                  int64_t cols, float* out, int64_t ld_out) {
   __m512 r[16], t[16];
-  const __mmask16 in_row = Lanes(cols);
+  const __mmask16 in_row = cpu::FirstLanes16(cols);
   for (int i = 0; i < 16; ++i) {
     r[i] = i < rows ? _mm512_maskz_loadu_ps(in_row, b + i * ldb)
                     : _mm512_setzero_ps();
@@ -154,7 +147,7 @@ KINDLING_AVX512 void Transpose16(const float* b, int64_t ldb, int64_t rows,
     r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
     r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
   }
-  const __mmask16 out_row = Lanes(rows);
+  const __mmask16 out_row = cpu::FirstLanes16(rows);
   for (int i = 0; i < cols; ++i) {
     _mm512_mask_storeu_ps(out + i * ld_out, out_row, r[i]);
   }

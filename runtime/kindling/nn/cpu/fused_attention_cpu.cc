@@ -220,9 +220,7 @@ uint64_t RowKeptKeys(const Masks& masks, uint64_t tile_kept, int64_t query,
 // row of `cols`: the tiles' rows are dense, so a row's last chunk may not
 // write into the next row.
 __mmask16 ChunkInRow(int64_t cols, int64_t j) {
-  const int64_t left = cols - 16 * j;
-  if (left <= 0) return 0;
-  return static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1);
+  return cpu::FirstLanes16(cols - 16 * j);
 }
 
 // ZeroChunks() zeroes a row of `cols` floats from chunk `first` on: stores,
