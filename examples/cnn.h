@@ -30,11 +30,14 @@ struct KINDLING_MODULE Cnn {
     // gradients, as the usual conv-ReLU-pool order (max and ReLU commute,
     // ties included: the ReLU keeps the order of the positive values and
     // passes no gradient where a window's maximum is not positive), but the
-    // ReLU then runs on a quarter of the cells, and ForwardRelu() applies it
-    // as the pool writes each maximum: no pass of its own forward or
-    // backward (docs/performance.md).
-    kindling::Tensor<4> x = pool.ForwardRelu(conv1.Forward(images));
-    x = pool.ForwardRelu(conv2.Forward(x));
+    // ReLU then runs on a quarter of the cells, and the pool applies it as
+    // it writes each maximum: no pass of its own forward or backward.
+    // ForwardMaxPool() is pool.ForwardRelu(conv.Forward(x)) as one op, which
+    // on the CPU pools conv2's output in oneDNN's own layout, never writing
+    // it out (docs/performance.md).
+    const kindling::Tensor<4> x = conv2.ForwardMaxPool(
+        conv1.ForwardMaxPool(images, pool, kindling::PoolActivation::kRelu),
+        pool, kindling::PoolActivation::kRelu);
     const kindling::Tensor<2> flat = x.reshape<2>({x.dim(0), -1});
     return fc2.Forward(fc1.Forward(flat).relu());
   }

@@ -1,5 +1,6 @@
 // Every nn layer's gradients against central finite differences in f64
-// (tests/autodiff/gradcheck.h) on random inputs: Conv2d and the pools with
+// (tests/autodiff/gradcheck.h) on random inputs: Conv2d (and pooled, as
+// one node) and the pools with
 // stride, padding and dilation, non-contiguous inputs, batch size 1;
 // LayerNorm, BatchNorm (training), Embedding with repeated ids, the
 // activations, and a Linear + LayerNorm + cross-entropy MLP end to end.
@@ -8,6 +9,7 @@
 #include <optional>
 #include <ostream>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -122,6 +124,101 @@ TEST(Conv2dGradientTest, OnlyTheParametersNeedGradients) {
         return layer.Forward(images).base();
       },
       {RandomLeaf({3, 2, 2, 2}, generator), RandomLeaf({3}, generator)}));
+}
+
+// --- Conv2d::ForwardMaxPool
+// -----------------------------------------------------
+
+// PooledConvolution: a Conv2d of `in` -> `out` channels (3x3, padding 1)
+// over `input_shape`'s images, in `dtype`, every operand a leaf.
+struct PooledConvolution {
+  PooledConvolution(const Shape& input_shape, int64_t out, DType dtype,
+                    Generator& generator)
+      : input(Leaf(input_shape, dtype, generator)),
+        weight(Leaf({out, input_shape[1], 3, 3}, dtype, generator)),
+        bias(Leaf({out}, dtype, generator)),
+        layer{AsParam<4>(weight), AsParam<1>(bias),
+              Window2d{{3, 3}, {1, 1}, {1, 1}}} {}
+
+  static TensorBase Leaf(const Shape& shape, DType dtype,
+                         Generator& generator) {
+    return RandomLeaf(shape, generator)
+        .Detach()
+        .To(dtype)
+        .set_require_grad(true);
+  }
+
+  // ExpectSameAsComposed() checks ForwardMaxPool() against the pool of
+  // Forward(): the same values and gradients, bit for bit (the same kernels'
+  // results, fused or not), from one node.
+  void ExpectSameAsComposed(PoolActivation activation,
+                            Generator& generator) const {
+    const MaxPool2d pool{Window2d{{2, 2}, {2, 2}}};
+    const Tensor<4> fused =
+        layer.ForwardMaxPool(Tensor<4>(input), pool, activation);
+    const Tensor<4> convolved = layer.Forward(Tensor<4>(input));
+    const Tensor<4> composed = activation == PoolActivation::kRelu
+                                   ? pool.ForwardRelu(convolved)
+                                   : pool.Forward(convolved);
+    EXPECT_STREQ("conv2d_max_pool", NodeName(fused.base()));
+    EXPECT_EQ(composed.to_data<double>(), fused.to_data<double>());
+    const Tensor<4> weights(
+        RandomLeaf(fused.shape(), generator).To(fused.dtype()).Detach());
+    const Gradients want = Backward((composed * weights).sum());
+    const Gradients got = Backward((fused * weights).sum());
+    for (const TensorBase& leaf : {input, weight, bias}) {
+      EXPECT_EQ(ToDoubles(*want.Get(leaf.leaf_id())),
+                ToDoubles(*got.Get(leaf.leaf_id())));
+    }
+  }
+
+  TensorBase input, weight, bias;
+  Conv2d layer;
+};
+
+TEST(Conv2dMaxPoolGradientTest, IsThePoolOfTheConvolution) {
+  Generator generator(31);
+  // f64 with an odd side: the two ops one after the other on every backend.
+  // f32 with 16-channel blocks: on an AVX-512 CPU oneDNN's convolution pools
+  // its own blocked output (backend/cpu/blocked_max_pool.h).
+  for (const auto& [shape, out, dtype] :
+       {std::tuple{Shape{2, 3, 7, 6}, int64_t{4}, DType::kF64},
+        std::tuple{Shape{4, 16, 8, 6}, int64_t{32}, DType::kF32}}) {
+    SCOPED_TRACE(shape.ToString());
+    const PooledConvolution conv(shape, out, dtype, generator);
+    conv.ExpectSameAsComposed(PoolActivation::kNone, generator);
+    conv.ExpectSameAsComposed(PoolActivation::kRelu, generator);
+  }
+}
+
+TEST(Conv2dMaxPoolGradientTest, MatchesFiniteDifferences) {
+  Generator generator(32);
+  const MaxPool2d pool{Window2d{{2, 2}, {2, 2}}};
+  EXPECT_TRUE(Gradcheck(
+      [&](Inputs x) {
+        const Conv2d layer{AsParam<4>(x[1]), AsParam<1>(x[2]),
+                           Window2d{{3, 3}, {1, 1}, {1, 1}}};
+        return layer
+            .ForwardMaxPool(Tensor<4>(x[0]), pool, PoolActivation::kRelu)
+            .base();
+      },
+      {RandomLeaf({2, 2, 4, 6}, generator), RandomLeaf({3, 2, 3, 3}, generator),
+       RandomLeaf({3}, generator)}));
+}
+
+TEST(Conv2dMaxPoolGradientTest, OnlyTheParametersNeedGradients) {
+  // The first layer of a model: the images need no gradient, and the node
+  // keeps no weight for an input gradient.
+  Generator generator(33);
+  const Tensor<4> images(RandomLeaf({2, 16, 4, 4}, generator).Detach());
+  const MaxPool2d pool{Window2d{{2, 2}, {2, 2}}};
+  EXPECT_TRUE(Gradcheck(
+      [&](Inputs x) {
+        const Conv2d layer{AsParam<4>(x[0]), AsParam<1>(x[1]),
+                           Window2d{{3, 3}, {1, 1}, {1, 1}}};
+        return layer.ForwardMaxPool(images, pool).base();
+      },
+      {RandomLeaf({16, 16, 3, 3}, generator), RandomLeaf({16}, generator)}));
 }
 
 // --- Patches (im2col) and its adjoint

@@ -31,14 +31,34 @@ struct ConvolutionSaved {
   bool need_bias;
 };
 
+// GradListOf() is the node's gradients in its inputs' order.
+GradList GradListOf(ops::Conv2dGradients grads, bool need_bias) {
+  GradList result = {std::move(grads.input), std::move(grads.weight)};
+  if (need_bias) result.push_back(std::move(grads.bias));
+  return result;
+}
+
 GradList ConvolutionBackward(const TensorBase& grad,
                              const ConvolutionSaved& saved) {
-  ops::Conv2dGradients grads = ops::Conv2dBackward(
-      grad, saved.input.get(), saved.weight.get(), saved.input_shape,
-      saved.weight_shape, saved.window, saved.need_bias);
-  GradList result = {std::move(grads.input), std::move(grads.weight)};
-  if (saved.need_bias) result.push_back(std::move(grads.bias));
-  return result;
+  return GradListOf(
+      ops::Conv2dBackward(grad, saved.input.get(), saved.weight.get(),
+                          saved.input_shape, saved.weight_shape, saved.window,
+                          saved.need_bias),
+      saved.need_bias);
+}
+
+// SavedFor() is what the node of a convolution of `input` with `kernel`
+// keeps for its backward (ConvolutionSaved).
+ConvolutionSaved SavedFor(const TensorBase& input, const TensorBase& kernel,
+                          const TensorBase& bias,
+                          const Window2dGeometry& geometry) {
+  return ConvolutionSaved{
+      kernel.is_require_grad() ? SavedTensor(input) : SavedTensor(),
+      input.is_require_grad() ? SavedTensor(kernel) : SavedTensor(),
+      input.shape(),
+      kernel.shape(),
+      geometry,
+      bias.defined() && bias.is_require_grad()};
 }
 
 // CheckChannels() aborts unless the input has the weight's input channels.
@@ -70,13 +90,7 @@ Tensor<4> Convolve2d(const Tensor<4>& input_tensor,
   }
   TensorBase output = autodiff::Untracked(
       [&] { return ops::Conv2d(input, kernel, bias_value, geometry); });
-  ConvolutionSaved saved{
-      kernel.is_require_grad() ? SavedTensor(input) : SavedTensor(),
-      input.is_require_grad() ? SavedTensor(kernel) : SavedTensor(),
-      in_shape,
-      w_shape,
-      geometry,
-      bias_value.is_require_grad()};
+  ConvolutionSaved saved = SavedFor(input, kernel, bias_value, geometry);
   return Tensor<4>(
       autodiff::Record("conv2d", inputs, std::move(output),
                        [saved = std::move(saved)](const TensorBase& grad) {
@@ -92,6 +106,37 @@ Tensor<4> Conv2d::Forward(const Tensor<4>& input) const {
       input, *weight,
       bias.has_value() ? std::optional<Tensor<1>>(**bias) : std::nullopt,
       window);
+}
+
+Tensor<4> Conv2d::ForwardMaxPool(const Tensor<4>& input_tensor,
+                                 const MaxPool2d& pool,
+                                 PoolActivation activation) const {
+  CheckChannels(input_tensor.shape(), weight.lazy_shape());
+  const TensorBase& input = input_tensor.base();
+  const TensorBase& kernel = weight->base();
+  const TensorBase bias_value =
+      bias.has_value() ? (*bias)->base() : TensorBase();
+  const Window2dGeometry geometry = window.Geometry();
+  const Window2dGeometry pool_geometry = pool.window.Geometry();
+  std::vector<TensorBase> inputs = {input, kernel};
+  if (bias_value.defined()) inputs.push_back(bias_value);
+  const bool record = autodiff::ShouldRecord(inputs);
+  ops::MaxPool2dResult pooled =
+      ops::Conv2dMaxPool(input, kernel, bias_value, geometry, pool_geometry,
+                         /*with_argmax=*/record, activation);
+  if (!record) return Tensor<4>(std::move(pooled.output));
+  return Tensor<4>(autodiff::Record(
+      "conv2d_max_pool", inputs, std::move(pooled.output),
+      [saved = SavedFor(input, kernel, bias_value, geometry),
+       argmax = std::move(pooled.argmax),
+       pool_geometry](const TensorBase& grad) {
+        return GradListOf(
+            ops::Conv2dMaxPoolBackward(grad, argmax, saved.input.get(),
+                                       saved.weight.get(), saved.input_shape,
+                                       saved.weight_shape, saved.window,
+                                       pool_geometry, saved.need_bias),
+            saved.need_bias);
+      }));
 }
 
 Conv2d Conv2dConfig::Init(const Device& device) const {

@@ -22,6 +22,7 @@
 #include "kindling/module/annotations.h"
 #include "kindling/module/initializer.h"
 #include "kindling/nn/patches.h"
+#include "kindling/nn/pool2d.h"
 #include "kindling/tensor/tensor.h"
 
 namespace kindling::nn {
@@ -33,6 +34,16 @@ struct KINDLING_MODULE Conv2d {
 
   // Forward(): [N, in, H, W] -> [N, out, OH, OW].
   Tensor<4> Forward(const Tensor<4>& input) const;
+
+  // ForwardMaxPool(): pool.Forward(Forward(input)), or with
+  // PoolActivation::kRelu pool.ForwardRelu(Forward(input)) -- the same
+  // values and gradients -- as one autodiff node whose kernels may pool the
+  // convolution's output where they compute it, never writing it out as
+  // [N, out, OH, OW] (Backend::Conv2dMaxPool; on the CPU, oneDNN's
+  // convolutions pool their blocked output, docs/performance.md).
+  Tensor<4> ForwardMaxPool(
+      const Tensor<4>& input, const MaxPool2d& pool,
+      PoolActivation activation = PoolActivation::kNone) const;
 };
 
 // Convolve2d(): the convolution Conv2d::Forward runs, of `input`

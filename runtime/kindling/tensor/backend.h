@@ -273,6 +273,36 @@ class Backend {
                               const TensorBase& weight,
                               const Window2dGeometry& window) = 0;
 
+  // Conv2dMaxPool(): MaxPool2d(Conv2d(input, weight, bias, conv), pool,
+  // activation) into `out` and `argmax` (as MaxPool2d() writes them; argmax
+  // indexes the convolution's output plane, and may be undefined), without
+  // writing the convolution's output in between: a backend may pool it
+  // where it is computed, in its own layout. Returns false, having written
+  // nothing, where it has no such kernel for these operands; the caller then
+  // runs Conv2d() and MaxPool2d(). Operands as Conv2d()'s.
+  virtual bool Conv2dMaxPool(const TensorBase& out, const TensorBase& argmax,
+                             const TensorBase& input, const TensorBase& weight,
+                             const TensorBase& bias,
+                             const Window2dGeometry& conv,
+                             const Window2dGeometry& pool,
+                             PoolActivation activation) {
+    return false;
+  }
+
+  // Conv2dMaxPoolBackward(): Conv2dBackward() for the convolution's output
+  // gradient MaxPool2dBackward(pooled_grad, argmax, pool), without writing
+  // that gradient out in [N, O, OH, OW]. `pooled_grad` and `argmax`
+  // [N, O, PH, PW] are contiguous; the rest as Conv2dBackward()'s. Returns
+  // false, having written nothing, where the backend has no such kernel.
+  virtual bool Conv2dMaxPoolBackward(
+      const TensorBase& input_grad, const TensorBase& weight_grad,
+      const TensorBase& bias_grad, const TensorBase& pooled_grad,
+      const TensorBase& argmax, const TensorBase& input,
+      const TensorBase& weight, const Window2dGeometry& conv,
+      const Window2dGeometry& pool) {
+    return false;
+  }
+
   // --- Layer normalization ---------------------------------------------------
   // Shapes: `input` is R rows of D features, [R, D] (the last axis of the
   // user's tensor; the front end reshapes), contiguous like every tensor of

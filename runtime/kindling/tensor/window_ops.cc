@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "kindling/core/check.h"
 #include "kindling/tensor/op_checks.h"
@@ -184,21 +185,58 @@ TensorBase Prepared(const TensorBase& tensor, DType compute, bool contiguous) {
   return contiguous ? converted.Contiguous() : converted;
 }
 
+// ConvolutionOutput() is the output shape of the convolution of `input`
+// with `weight` (and `bias`) over `window`; aborts naming `op` unless they
+// fit together.
+Shape ConvolutionOutput(const TensorBase& input, const TensorBase& weight,
+                        const TensorBase& bias, const Window2dGeometry& window,
+                        const char* op) {
+  CheckImages(input, op);
+  CheckDefined(weight, op);
+  CheckSameKind(input, weight, "weight", op);
+  if (bias.defined()) CheckSameKind(input, bias, "bias", op);
+  CheckConvolution(input.shape(), weight.shape(),
+                   bias.defined() ? bias.shape() : Shape{}, bias.defined(),
+                   window, op);
+  const Shape& in = input.shape();
+  return Shape{in[0], weight.shape()[0], Window2dOutputSize(window, 0, in[2]),
+               Window2dOutputSize(window, 1, in[3])};
+}
+
+// EmptyGradients() allocates what Conv2dBackward() returns: the input's
+// gradient when `weight` is given, the weight's when `input` is, the bias's
+// when `with_bias`.
+Conv2dGradients EmptyGradients(const TensorBase& input,
+                               const TensorBase& weight,
+                               const Shape& input_shape,
+                               const Shape& weight_shape, bool with_bias,
+                               DType compute, const Device& device) {
+  Conv2dGradients grads;
+  if (weight.defined()) {
+    grads.input = TensorBase::Empty(input_shape, compute, device);
+  }
+  if (input.defined()) {
+    grads.weight = TensorBase::Empty(weight_shape, compute, device);
+  }
+  if (with_bias) {
+    grads.bias = TensorBase::Empty(Shape{weight_shape[0]}, compute, device);
+  }
+  return grads;
+}
+
+// InDType() converts each defined gradient to `dtype`.
+Conv2dGradients InDType(Conv2dGradients grads, DType dtype) {
+  for (TensorBase* g : {&grads.input, &grads.weight, &grads.bias}) {
+    if (g->defined()) *g = g->To(dtype);
+  }
+  return grads;
+}
+
 }  // namespace
 
 TensorBase Conv2d(const TensorBase& input, const TensorBase& weight,
                   const TensorBase& bias, const Window2dGeometry& window) {
-  CheckImages(input, "conv2d");
-  CheckDefined(weight, "conv2d");
-  CheckSameKind(input, weight, "weight", "conv2d");
-  if (bias.defined()) CheckSameKind(input, bias, "bias", "conv2d");
-  CheckConvolution(input.shape(), weight.shape(),
-                   bias.defined() ? bias.shape() : Shape{}, bias.defined(),
-                   window, "conv2d");
-  const Shape& in = input.shape();
-  const Shape out{in[0], weight.shape()[0],
-                  Window2dOutputSize(window, 0, in[2]),
-                  Window2dOutputSize(window, 1, in[3])};
+  const Shape out = ConvolutionOutput(input, weight, bias, window, "conv2d");
   const DType compute = ComputeDType(input.dtype());
   TensorBase output = TensorBase::Empty(out, compute, input.device());
   if (output.numel() > 0) {
@@ -232,16 +270,8 @@ Conv2dGradients Conv2dBackward(const TensorBase& grad, const TensorBase& input,
   }
   const DType compute = ComputeDType(grad.dtype());
   const Device device = grad.device();
-  Conv2dGradients grads;
-  if (weight.defined()) {
-    grads.input = TensorBase::Empty(input_shape, compute, device);
-  }
-  if (input.defined()) {
-    grads.weight = TensorBase::Empty(weight_shape, compute, device);
-  }
-  if (with_bias) {
-    grads.bias = TensorBase::Empty(Shape{weight_shape[0]}, compute, device);
-  }
+  Conv2dGradients grads = EmptyGradients(
+      input, weight, input_shape, weight_shape, with_bias, compute, device);
   Backend& backend = GetBackend(device);
   if (grad.numel() == 0) {
     // No output: every gradient is zero.
@@ -263,10 +293,77 @@ Conv2dGradients Conv2dBackward(const TensorBase& grad, const TensorBase& input,
     grads.bias =
         Reduce(ReduceOp::kSum, per_sample, 0).Reshape(Shape{weight_shape[0]});
   }
-  for (TensorBase* g : {&grads.input, &grads.weight, &grads.bias}) {
-    if (g->defined()) *g = g->To(grad.dtype());
+  return InDType(std::move(grads), grad.dtype());
+}
+
+MaxPool2dResult Conv2dMaxPool(const TensorBase& input, const TensorBase& weight,
+                              const TensorBase& bias,
+                              const Window2dGeometry& conv,
+                              const Window2dGeometry& pool, bool with_argmax,
+                              PoolActivation activation) {
+  const Shape convolved =
+      ConvolutionOutput(input, weight, bias, conv, "conv2d_max_pool");
+  const Shape pooled = OutputShape(convolved, pool);
+  const DType compute = ComputeDType(input.dtype());
+  MaxPool2dResult result;
+  result.output = TensorBase::Empty(pooled, compute, input.device());
+  if (with_argmax) {
+    result.argmax = TensorBase::Empty(pooled, DType::kI64, input.device());
   }
-  return grads;
+  if (result.output.numel() > 0 &&
+      GetBackend(input.device())
+          .Conv2dMaxPool(
+              result.output, result.argmax, Prepared(input, compute, false),
+              Prepared(weight, compute, true), Prepared(bias, compute, true),
+              conv, pool, activation)) {
+    result.output = result.output.To(input.dtype());
+    return result;
+  }
+  return MaxPool2d(Conv2d(input, weight, bias, conv), pool, with_argmax,
+                   activation);
+}
+
+Conv2dGradients Conv2dMaxPoolBackward(
+    const TensorBase& grad, const TensorBase& argmax, const TensorBase& input,
+    const TensorBase& weight, const Shape& input_shape,
+    const Shape& weight_shape, const Window2dGeometry& conv,
+    const Window2dGeometry& pool, bool with_bias) {
+  CheckImages(grad, "conv2d_max_pool backward");
+  CheckConvolution(input_shape, weight_shape, Shape{weight_shape[0]}, with_bias,
+                   conv, "conv2d_max_pool backward");
+  const Shape convolved{input_shape[0], weight_shape[0],
+                        Window2dOutputSize(conv, 0, input_shape[2]),
+                        Window2dOutputSize(conv, 1, input_shape[3])};
+  CheckDefined(argmax, "conv2d_max_pool backward");
+  KINDLING_CHECK(argmax.dtype() == DType::kI64 &&
+                     argmax.shape() == grad.shape() && argmax.is_contiguous() &&
+                     OutputShape(convolved, pool) == grad.shape(),
+                 "conv2d_max_pool backward: gradient %s and argmax %s do not "
+                 "match the pooled convolution of input %s with weight %s",
+                 grad.shape().ToString(), argmax.shape().ToString(),
+                 input_shape.ToString(), weight_shape.ToString());
+  if (input.defined()) {
+    CheckSameKind(grad, input, "input", "conv2d_max_pool backward");
+  }
+  if (weight.defined()) {
+    CheckSameKind(grad, weight, "weight", "conv2d_max_pool backward");
+  }
+  const DType compute = ComputeDType(grad.dtype());
+  if (grad.numel() > 0 && (input.defined() || weight.defined())) {
+    Conv2dGradients grads =
+        EmptyGradients(input, weight, input_shape, weight_shape, with_bias,
+                       compute, grad.device());
+    if (GetBackend(grad.device())
+            .Conv2dMaxPoolBackward(grads.input, grads.weight, grads.bias,
+                                   Prepared(grad, compute, true), argmax,
+                                   Prepared(input, compute, false),
+                                   Prepared(weight, compute, true), conv,
+                                   pool)) {
+      return InDType(std::move(grads), grad.dtype());
+    }
+  }
+  return Conv2dBackward(MaxPool2dBackward(grad, argmax, convolved, pool), input,
+                        weight, input_shape, weight_shape, conv, with_bias);
 }
 
 }  // namespace kindling::ops

@@ -91,6 +91,28 @@ Conv2dGradients Conv2dBackward(const TensorBase& grad, const TensorBase& input,
                                const Shape& weight_shape,
                                const Window2dGeometry& window, bool with_bias);
 
+// Conv2dMaxPool(): MaxPool2d(Conv2d(input, weight, bias, conv), pool,
+// with_argmax, activation), the argmax indexing the convolution's output
+// plane. Where the backend pools the convolution's output as it computes it
+// (Backend::Conv2dMaxPool) that output is never written out; elsewhere the
+// two ops run one after the other. Aborts as Conv2d() does.
+MaxPool2dResult Conv2dMaxPool(const TensorBase& input, const TensorBase& weight,
+                              const TensorBase& bias,
+                              const Window2dGeometry& conv,
+                              const Window2dGeometry& pool, bool with_argmax,
+                              PoolActivation activation);
+
+// Conv2dMaxPoolBackward(): the gradients of Conv2dMaxPool() for its pooled
+// output's gradient `grad` [N, O, PH, PW] and its `argmax`: those of
+// Conv2dBackward() for the gradient MaxPool2dBackward() routes to the
+// convolution's output, which a fusing backend never writes out. Operands
+// as Conv2dBackward()'s.
+Conv2dGradients Conv2dMaxPoolBackward(
+    const TensorBase& grad, const TensorBase& argmax, const TensorBase& input,
+    const TensorBase& weight, const Shape& input_shape,
+    const Shape& weight_shape, const Window2dGeometry& conv,
+    const Window2dGeometry& pool, bool with_bias);
+
 }  // namespace kindling::ops
 
 #endif  // KINDLING_TENSOR_WINDOW_OPS_H_

@@ -142,6 +142,26 @@ void CpuBackend::Conv2dBackward(const TensorBase& input_grad,
                        window);
 }
 
+bool CpuBackend::Conv2dMaxPool(const TensorBase& out, const TensorBase& argmax,
+                               const TensorBase& input,
+                               const TensorBase& weight, const TensorBase& bias,
+                               const Window2dGeometry& conv,
+                               const Window2dGeometry& pool,
+                               PoolActivation activation) {
+  return OneDnnConv2dMaxPool(out, argmax, input, weight, bias, conv, pool,
+                             activation);
+}
+
+bool CpuBackend::Conv2dMaxPoolBackward(
+    const TensorBase& input_grad, const TensorBase& weight_grad,
+    const TensorBase& bias_grad, const TensorBase& pooled_grad,
+    const TensorBase& argmax, const TensorBase& input, const TensorBase& weight,
+    const Window2dGeometry& conv, const Window2dGeometry& pool) {
+  return OneDnnConv2dMaxPoolBackward(input_grad, weight_grad, bias_grad,
+                                     pooled_grad, argmax, input, weight, conv,
+                                     pool);
+}
+
 void CpuBackend::LayerNorm(const TensorBase& out, const TensorBase& mean,
                            const TensorBase& rstd, const TensorBase& input,
                            const TensorBase& gamma, const TensorBase& beta,

@@ -73,6 +73,20 @@ class CpuBackend final : public Backend {
                       const TensorBase& bias_grad, const TensorBase& grad,
                       const TensorBase& input, const TensorBase& weight,
                       const Window2dGeometry& window) override;
+  // oneDNN's convolutions pooled in their own layout (onednn_conv2d.h).
+  bool Conv2dMaxPool(const TensorBase& out, const TensorBase& argmax,
+                     const TensorBase& input, const TensorBase& weight,
+                     const TensorBase& bias, const Window2dGeometry& conv,
+                     const Window2dGeometry& pool,
+                     PoolActivation activation) override;
+  bool Conv2dMaxPoolBackward(const TensorBase& input_grad,
+                             const TensorBase& weight_grad,
+                             const TensorBase& bias_grad,
+                             const TensorBase& pooled_grad,
+                             const TensorBase& argmax, const TensorBase& input,
+                             const TensorBase& weight,
+                             const Window2dGeometry& conv,
+                             const Window2dGeometry& pool) override;
 
   // The scalar converted once and captured by value (elementwise.cc).
   void BinaryScalar(BinaryOp op, const TensorBase& out,

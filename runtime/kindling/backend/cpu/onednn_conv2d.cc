@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kindling/backend/cpu/blocked_max_pool.h"
 #include "kindling/backend/cpu/onednn_common.h"
 #include "kindling/backend/cpu/parallel.h"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -29,6 +30,12 @@ memory::desc Any(const memory::dims& dims) {
 
 memory::desc Plain(const memory::dims& dims, memory::format_tag tag) {
   return memory::desc(dims, memory::data_type::f32, tag);
+}
+
+// Blocked16() is oneDNN's nChw16c layout of `dims`, sixteen channels
+// innermost: the layout blocked_max_pool.h reads and writes.
+memory::desc Blocked16(const memory::dims& dims) {
+  return Plain(dims, memory::format_tag::nChw16c);
 }
 
 // The descriptor of `batch` samples of `tensor`'s buffer as it is laid out
@@ -120,6 +127,10 @@ class Port {
   // wanted() is the layout the primitive reads or writes.
   const memory::desc& wanted() const { return wanted_; }
 
+  // staged() is the port's own buffer in wanted(), for a caller that reads
+  // or writes that layout itself; empty where the port does not reorder.
+  const memory& staged() const { return staged_; }
+
   // Finish() reorders an output into the user's buffer.
   void Finish(dnnl::stream& stream) {
     if (reorder_.has_value() && direction_ == Direction::kOut) {
@@ -186,13 +197,16 @@ struct ForwardPlan {
                 desc.weights_desc()),
         dst(Port::Direction::kOut, Plain(args.dst, memory::format_tag::nchw),
             desc.dst_desc()),
-        has_bias(args.has_bias) {}
+        has_bias(args.has_bias),
+        dst_blocked16(desc.dst_desc() == Blocked16(args.dst)) {}
 
   dnnl::convolution_forward::primitive_desc desc;
   dnnl::convolution_forward conv;
   memory scratchpad;
   Port src, weights, dst;
   bool has_bias;
+  // The output comes in nChw16c, which blocked_max_pool.h pools.
+  bool dst_blocked16;
 };
 
 // BackwardPlan: one slab's data and weights gradients' primitives (either
@@ -209,6 +223,17 @@ struct BackwardPlan {
   std::optional<Port> weights_diff_dst;
   std::optional<Port> weights_src, weights_diff_weights;
   std::vector<float> weight_partial, bias_partial;
+  // Every primitive reads the incoming gradient in nChw16c, which
+  // blocked_max_pool.h writes.
+  bool diff_dst_blocked16 = false;
+
+  // IncomingPorts() are the ports that take the incoming gradient.
+  std::vector<const Port*> IncomingPorts() const {
+    std::vector<const Port*> ports;
+    if (data_diff_dst.has_value()) ports.push_back(&*data_diff_dst);
+    if (weights_diff_dst.has_value()) ports.push_back(&*weights_diff_dst);
+    return ports;
+  }
 };
 
 void AddDataGradient(const ConvArgs& args,
@@ -357,6 +382,237 @@ bool KindlingsKernelIsFaster(const Shape& input) {
   return GetOneDnnMode() != OneDnnMode::kAll && input[1] == 1;
 }
 
+// Slabs<Plan>: each slab's plan of one call, and the cache they came from
+// (whose run lock the call holds while it uses the plans' buffers).
+template <class Plan>
+struct Slabs {
+  std::vector<Plan*> plans;
+  PlanCache<Plan>* cache = nullptr;
+  int64_t batch = 0;
+
+  bool empty() const { return plans.empty(); }
+
+  // Run() calls body(plan, slab, stream) for each slab on Kindling's pool,
+  // then waits for the stream.
+  template <class Body>
+  void Run(const Body& body) const {
+    std::lock_guard<std::mutex> lock(cache->run_mutex());
+    const int64_t count = static_cast<int64_t>(plans.size());
+    RunSlabs(count, [&](int64_t s) {
+      // Some convolutions run on oneDNN's generated sgemm (onednn_common.h).
+      const SignalsDeferred signals_deferred;
+      dnnl::stream stream(OneDnnEngine());
+      body(*plans[s], SlabOf(batch, count, s), stream);
+      stream.wait();
+    });
+  }
+};
+
+PlanCache<ForwardPlan>& ForwardCache() {
+  static PlanCache<ForwardPlan>* cache = new PlanCache<ForwardPlan>;
+  return *cache;
+}
+
+PlanCache<BackwardPlan>& BackwardCache() {
+  static PlanCache<BackwardPlan>* cache = new PlanCache<BackwardPlan>;
+  return *cache;
+}
+
+// ForwardSlabs() is the plans of the convolution of `input` with `weight`
+// (and `bias`) into an output of `out`'s shape, or none where oneDNN does
+// not take it (the header's list).
+Slabs<ForwardPlan> ForwardSlabs(const Shape& out, const TensorBase& input,
+                                const TensorBase& weight,
+                                const TensorBase& bias,
+                                const Window2dGeometry& window) {
+  if (!OneDnnEnabled() || input.dtype() != DType::kF32) return {};
+  if (KindlingsKernelIsFaster(input.shape())) return {};
+  const int64_t batch = input.shape()[0];
+  const int64_t slabs = SlabCount(batch);
+  if (slabs == 0) return {};
+  Slabs<ForwardPlan> result{{}, &ForwardCache(), batch};
+  for (int64_t s = 0; s < slabs; ++s) {
+    const int64_t size = SlabOf(batch, slabs, s).size();
+    const std::optional<memory::desc> user_src = UserDesc(input, size);
+    const std::optional<ConvArgs> args = ArgsOf(
+        input.shape(), weight.shape(), out, size, bias.defined(), window);
+    if (!user_src.has_value() || !args.has_value()) return {};
+    ForwardPlan* plan = result.cache->Find(
+        KeyOf("forward", input, input.shape(), weight.shape(), out, window,
+              bias.defined(), s, size),
+        [&] { return std::make_unique<ForwardPlan>(*args, *user_src); });
+    if (plan == nullptr) return {};
+    result.plans.push_back(plan);
+  }
+  return result;
+}
+
+// ExecuteForward() runs `slab`'s convolution into `dst`, in the plan's
+// output layout.
+void ExecuteForward(ForwardPlan& plan, const TensorBase& input,
+                    const TensorBase& weight, const TensorBase& bias,
+                    const Slab& slab, const memory& dst, dnnl::stream& stream) {
+  std::unordered_map<int, memory> arguments = {
+      {DNNL_ARG_SRC, plan.src.Prepare(Sample(input, slab.begin), stream)},
+      {DNNL_ARG_WEIGHTS, plan.weights.Prepare(weight.data_as<float>(), stream)},
+      {DNNL_ARG_DST, dst},
+      {DNNL_ARG_SCRATCHPAD, plan.scratchpad}};
+  if (plan.has_bias) {
+    arguments[DNNL_ARG_BIAS] =
+        memory(plan.desc.bias_desc(), OneDnnEngine(), bias.data_as<float>());
+  }
+  plan.conv.execute(stream, arguments);
+}
+
+// BackwardOperands: what a backward call computes, as Conv2dBackward's
+// contract (backend.h) names them.
+struct BackwardOperands {
+  const TensorBase& input_grad;
+  const TensorBase& weight_grad;
+  const TensorBase& bias_grad;
+  const TensorBase& input;
+  const TensorBase& weight;
+};
+
+// BackwardSlabs() is the plans of the gradients `operands` asks for, the
+// convolution's output being of shape `out`, or none where oneDNN does not
+// take them.
+Slabs<BackwardPlan> BackwardSlabs(const BackwardOperands& operands,
+                                  const Shape& out,
+                                  const Window2dGeometry& window) {
+  // The bias gradient comes with the weights' primitive.
+  if (operands.bias_grad.defined() && !operands.weight_grad.defined()) {
+    return {};
+  }
+  const bool wants_input = operands.input_grad.defined();
+  const bool wants_weight = operands.weight_grad.defined();
+  const bool wants_bias = operands.bias_grad.defined();
+  const Shape input_shape =
+      wants_input ? operands.input_grad.shape() : operands.input.shape();
+  if (KindlingsKernelIsFaster(input_shape)) return {};
+  const Shape weight_shape =
+      wants_weight ? operands.weight_grad.shape() : operands.weight.shape();
+  const int64_t batch = out[0];
+  const int64_t slabs = SlabCount(batch);
+  if (slabs == 0) return {};
+  const int options =
+      (wants_input ? 1 : 0) | (wants_weight ? 2 : 0) | (wants_bias ? 4 : 0);
+  Slabs<BackwardPlan> result{{}, &BackwardCache(), batch};
+  for (int64_t s = 0; s < slabs; ++s) {
+    const int64_t size = SlabOf(batch, slabs, s).size();
+    std::optional<memory::desc> user_src;
+    if (wants_weight) {
+      user_src = UserDesc(operands.input, size);
+      if (!user_src.has_value()) return {};
+    }
+    const std::optional<ConvArgs> args =
+        ArgsOf(input_shape, weight_shape, out, size, wants_bias, window);
+    if (!args.has_value()) return {};
+    BackwardPlan* plan = result.cache->Find(
+        KeyOf("backward", wants_weight ? operands.input : TensorBase(),
+              input_shape, weight_shape, out, window, options, s, size),
+        [&] {
+          auto plan = std::make_unique<BackwardPlan>();
+          const auto forward = ForwardDesc(*args);
+          if (wants_input) AddDataGradient(*args, forward, *plan);
+          if (wants_weight) {
+            AddWeightsGradient(*args, forward, *user_src, *plan);
+          }
+          plan->diff_dst_blocked16 = true;
+          for (const Port* port : plan->IncomingPorts()) {
+            if (port->wanted() != Blocked16(args->dst)) {
+              plan->diff_dst_blocked16 = false;
+            }
+          }
+          return plan;
+        });
+    if (plan == nullptr) return {};
+    result.plans.push_back(plan);
+  }
+  return result;
+}
+
+// ExecuteBackward() runs `slab`'s gradient primitives; incoming(port) is the
+// incoming gradient in the layout `port` wants (BackwardPlan's ports).
+template <class Incoming>
+void ExecuteBackward(BackwardPlan& plan, const BackwardOperands& operands,
+                     const Slab& slab, const Incoming& incoming,
+                     dnnl::stream& stream) {
+  memory diff_dst;  // the incoming gradient in the data primitive's layout
+  if (plan.data.has_value()) {
+    diff_dst = incoming(*plan.data_diff_dst);
+    plan.data->execute(
+        stream,
+        {{DNNL_ARG_DIFF_DST, diff_dst},
+         {DNNL_ARG_WEIGHTS,
+          plan.data_weights->Prepare(operands.weight.data_as<float>(), stream)},
+         {DNNL_ARG_DIFF_SRC,
+          plan.data_diff_src->Prepare(Sample(operands.input_grad, slab.begin),
+                                      stream)},
+         {DNNL_ARG_SCRATCHPAD, plan.data_scratchpad}});
+    plan.data_diff_src->Finish(stream);
+  }
+  if (!plan.weights.has_value()) return;
+  std::unordered_map<int, memory> arguments = {
+      {DNNL_ARG_DIFF_DST, plan.weights_diff_dst.has_value()
+                              ? incoming(*plan.weights_diff_dst)
+                              : diff_dst},
+      {DNNL_ARG_SRC,
+       plan.weights_src->Prepare(Sample(operands.input, slab.begin), stream)},
+      {DNNL_ARG_DIFF_WEIGHTS,
+       plan.weights_diff_weights->Prepare(plan.weight_partial.data(), stream)},
+      {DNNL_ARG_SCRATCHPAD, plan.weights_scratchpad}};
+  if (!plan.bias_partial.empty()) {
+    arguments[DNNL_ARG_DIFF_BIAS] =
+        memory(Plain({static_cast<int64_t>(plan.bias_partial.size())},
+                     memory::format_tag::x),
+               OneDnnEngine(), plan.bias_partial.data());
+  }
+  plan.weights->execute(stream, arguments);
+  plan.weights_diff_weights->Finish(stream);
+}
+
+// SumPartials() writes the slabs' partial weight and bias gradients, summed
+// in slab order: the result does not depend on which thread ran which slab.
+void SumPartials(const Slabs<BackwardPlan>& slabs,
+                 const BackwardOperands& operands) {
+  auto sum = [&](const TensorBase& target,
+                 std::vector<float> BackwardPlan::*partial) {
+    float* out = target.data_as<float>();
+    const std::vector<float>& first = slabs.plans[0]->*partial;
+    std::copy(first.begin(), first.end(), out);
+    for (size_t s = 1; s < slabs.plans.size(); ++s) {
+      const std::vector<float>& more = slabs.plans[s]->*partial;
+      for (size_t i = 0; i < more.size(); ++i) out[i] += more[i];
+    }
+  };
+  if (operands.weight_grad.defined()) {
+    sum(operands.weight_grad, &BackwardPlan::weight_partial);
+  }
+  if (operands.bias_grad.defined()) {
+    sum(operands.bias_grad, &BackwardPlan::bias_partial);
+  }
+}
+
+// ConvolvedShape() is the output shape of the convolution of an input of
+// `input` with a weight of `weight` over `window`.
+Shape ConvolvedShape(const Shape& input, const Shape& weight,
+                     const Window2dGeometry& window) {
+  Shape out{input[0], weight[0], 0, 0};
+  for (int axis = 0; axis < 2; ++axis) {
+    const int64_t reach = (window.kernel[axis] - 1) * window.dilation[axis] + 1;
+    out[2 + axis] = (input[2 + axis] + 2 * window.padding[axis] - reach) /
+                        window.stride[axis] +
+                    1;
+  }
+  return out;
+}
+
+// PlanesOf() is a slab's share of the convolution's output `out`.
+BlockedPlanes PlanesOf(const Shape& out, const Slab& slab) {
+  return {slab.size(), out[1], out[2], out[3]};
+}
+
 }  // namespace
 
 bool OneDnnEnabled() { return GetOneDnnMode() != OneDnnMode::kOff; }
@@ -364,46 +620,13 @@ bool OneDnnEnabled() { return GetOneDnnMode() != OneDnnMode::kOff; }
 bool OneDnnConv2d(const TensorBase& out, const TensorBase& input,
                   const TensorBase& weight, const TensorBase& bias,
                   const Window2dGeometry& window) {
-  if (!OneDnnEnabled() || out.dtype() != DType::kF32) return false;
-  if (KindlingsKernelIsFaster(input.shape())) return false;
-  const int64_t batch = input.shape()[0];
-  const int64_t slabs = SlabCount(batch);
-  if (slabs == 0) return false;
-  static PlanCache<ForwardPlan>* cache = new PlanCache<ForwardPlan>;
-  std::vector<ForwardPlan*> plans(slabs);
-  for (int64_t s = 0; s < slabs; ++s) {
-    const int64_t size = SlabOf(batch, slabs, s).size();
-    const std::optional<memory::desc> user_src = UserDesc(input, size);
-    const std::optional<ConvArgs> args =
-        ArgsOf(input.shape(), weight.shape(), out.shape(), size, bias.defined(),
-               window);
-    if (!user_src.has_value() || !args.has_value()) return false;
-    plans[s] = cache->Find(
-        KeyOf("forward", input, input.shape(), weight.shape(), out.shape(),
-              window, bias.defined(), s, size),
-        [&] { return std::make_unique<ForwardPlan>(*args, *user_src); });
-    if (plans[s] == nullptr) return false;
-  }
-  std::lock_guard<std::mutex> lock(cache->run_mutex());
-  RunSlabs(slabs, [&](int64_t s) {
-    ForwardPlan& plan = *plans[s];
-    const Slab slab = SlabOf(batch, slabs, s);
-    // Some convolutions run on oneDNN's generated sgemm (onednn_common.h).
-    const SignalsDeferred signals_deferred;
-    dnnl::stream stream(OneDnnEngine());
-    std::unordered_map<int, memory> arguments = {
-        {DNNL_ARG_SRC, plan.src.Prepare(Sample(input, slab.begin), stream)},
-        {DNNL_ARG_WEIGHTS,
-         plan.weights.Prepare(weight.data_as<float>(), stream)},
-        {DNNL_ARG_DST, plan.dst.Prepare(Sample(out, slab.begin), stream)},
-        {DNNL_ARG_SCRATCHPAD, plan.scratchpad}};
-    if (plan.has_bias) {
-      arguments[DNNL_ARG_BIAS] =
-          memory(plan.desc.bias_desc(), OneDnnEngine(), bias.data_as<float>());
-    }
-    plan.conv.execute(stream, arguments);
+  const Slabs<ForwardPlan> slabs =
+      ForwardSlabs(out.shape(), input, weight, bias, window);
+  if (slabs.empty()) return false;
+  slabs.Run([&](ForwardPlan& plan, const Slab& slab, dnnl::stream& stream) {
+    ExecuteForward(plan, input, weight, bias, slab,
+                   plan.dst.Prepare(Sample(out, slab.begin), stream), stream);
     plan.dst.Finish(stream);
-    stream.wait();
   });
   return true;
 }
@@ -414,101 +637,83 @@ bool OneDnnConv2dBackward(const TensorBase& input_grad,
                           const TensorBase& input, const TensorBase& weight,
                           const Window2dGeometry& window) {
   if (!OneDnnEnabled() || grad.dtype() != DType::kF32) return false;
-  // The bias gradient comes with the weights' primitive.
-  if (bias_grad.defined() && !weight_grad.defined()) return false;
-  const bool wants_input = input_grad.defined();
-  const bool wants_weight = weight_grad.defined();
-  const Shape input_shape = wants_input ? input_grad.shape() : input.shape();
-  if (KindlingsKernelIsFaster(input_shape)) return false;
-  const Shape weight_shape =
-      wants_weight ? weight_grad.shape() : weight.shape();
-  const int64_t batch = grad.shape()[0];
-  const int64_t slabs = SlabCount(batch);
-  if (slabs == 0) return false;
-  static PlanCache<BackwardPlan>* cache = new PlanCache<BackwardPlan>;
-  const int options = (wants_input ? 1 : 0) | (wants_weight ? 2 : 0) |
-                      (bias_grad.defined() ? 4 : 0);
-  std::vector<BackwardPlan*> plans(slabs);
-  for (int64_t s = 0; s < slabs; ++s) {
-    const int64_t size = SlabOf(batch, slabs, s).size();
-    std::optional<memory::desc> user_src;
-    if (wants_weight) {
-      user_src = UserDesc(input, size);
-      if (!user_src.has_value()) return false;
-    }
-    const std::optional<ConvArgs> args =
-        ArgsOf(input_shape, weight_shape, grad.shape(), size,
-               bias_grad.defined(), window);
-    if (!args.has_value()) return false;
-    plans[s] = cache->Find(
-        KeyOf("backward", wants_weight ? input : TensorBase(), input_shape,
-              weight_shape, grad.shape(), window, options, s, size),
-        [&] {
-          auto plan = std::make_unique<BackwardPlan>();
-          const auto forward = ForwardDesc(*args);
-          if (wants_input) AddDataGradient(*args, forward, *plan);
-          if (wants_weight)
-            AddWeightsGradient(*args, forward, *user_src, *plan);
-          return plan;
-        });
-    if (plans[s] == nullptr) return false;
-  }
-  std::lock_guard<std::mutex> lock(cache->run_mutex());
-  RunSlabs(slabs, [&](int64_t s) {
-    BackwardPlan& plan = *plans[s];
-    const Slab slab = SlabOf(batch, slabs, s);
-    const SignalsDeferred signals_deferred;  // as in the forward
-    dnnl::stream stream(OneDnnEngine());
+  const BackwardOperands operands{input_grad, weight_grad, bias_grad, input,
+                                  weight};
+  const Slabs<BackwardPlan> slabs =
+      BackwardSlabs(operands, grad.shape(), window);
+  if (slabs.empty()) return false;
+  slabs.Run([&](BackwardPlan& plan, const Slab& slab, dnnl::stream& stream) {
     float* slab_grad = Sample(grad, slab.begin);
-    memory diff_dst;  // the incoming gradient in the data primitive's layout
-    if (wants_input) {
-      diff_dst = plan.data_diff_dst->Prepare(slab_grad, stream);
-      plan.data->execute(
-          stream,
-          {{DNNL_ARG_DIFF_DST, diff_dst},
-           {DNNL_ARG_WEIGHTS,
-            plan.data_weights->Prepare(weight.data_as<float>(), stream)},
-           {DNNL_ARG_DIFF_SRC, plan.data_diff_src->Prepare(
-                                   Sample(input_grad, slab.begin), stream)},
-           {DNNL_ARG_SCRATCHPAD, plan.data_scratchpad}});
-      plan.data_diff_src->Finish(stream);
-    }
-    if (wants_weight) {
-      std::unordered_map<int, memory> arguments = {
-          {DNNL_ARG_DIFF_DST,
-           plan.weights_diff_dst.has_value()
-               ? plan.weights_diff_dst->Prepare(slab_grad, stream)
-               : diff_dst},
-          {DNNL_ARG_SRC,
-           plan.weights_src->Prepare(Sample(input, slab.begin), stream)},
-          {DNNL_ARG_DIFF_WEIGHTS, plan.weights_diff_weights->Prepare(
-                                      plan.weight_partial.data(), stream)},
-          {DNNL_ARG_SCRATCHPAD, plan.weights_scratchpad}};
-      if (!plan.bias_partial.empty()) {
-        arguments[DNNL_ARG_DIFF_BIAS] =
-            memory(Plain({static_cast<int64_t>(plan.bias_partial.size())},
-                         memory::format_tag::x),
-                   OneDnnEngine(), plan.bias_partial.data());
-      }
-      plan.weights->execute(stream, arguments);
-      plan.weights_diff_weights->Finish(stream);
-    }
-    stream.wait();
+    ExecuteBackward(
+        plan, operands, slab,
+        [&](Port& port) { return port.Prepare(slab_grad, stream); }, stream);
   });
-  // The slabs' partial weight and bias gradients, summed in slab order: the
-  // result does not depend on which thread ran which slab.
-  auto sum = [&](const TensorBase& target,
-                 std::vector<float> BackwardPlan::*partial) {
-    float* out = target.data_as<float>();
-    const std::vector<float>& first = plans[0]->*partial;
-    std::copy(first.begin(), first.end(), out);
-    for (int64_t s = 1; s < slabs; ++s) {
-      const std::vector<float>& more = plans[s]->*partial;
-      for (size_t i = 0; i < more.size(); ++i) out[i] += more[i];
-    }
-  };
-  if (wants_weight) sum(weight_grad, &BackwardPlan::weight_partial);
-  if (bias_grad.defined()) sum(bias_grad, &BackwardPlan::bias_partial);
+  SumPartials(slabs, operands);
+  return true;
+}
+
+bool OneDnnConv2dMaxPool(const TensorBase& out, const TensorBase& argmax,
+                         const TensorBase& input, const TensorBase& weight,
+                         const TensorBase& bias, const Window2dGeometry& conv,
+                         const Window2dGeometry& pool,
+                         PoolActivation activation) {
+  const Shape convolved = ConvolvedShape(input.shape(), weight.shape(), conv);
+  if (!FitsBlockedMaxPool(PlanesOf(convolved, {0, convolved[0]}), pool)) {
+    return false;
+  }
+  const Slabs<ForwardPlan> slabs =
+      ForwardSlabs(convolved, input, weight, bias, conv);
+  if (slabs.empty()) return false;
+  for (const ForwardPlan* plan : slabs.plans) {
+    if (!plan->dst_blocked16) return false;
+  }
+  const int64_t pooled_sample = out.numel() / convolved[0];
+  slabs.Run([&](ForwardPlan& plan, const Slab& slab, dnnl::stream& stream) {
+    ExecuteForward(plan, input, weight, bias, slab, plan.dst.staged(), stream);
+    stream.wait();
+    const int64_t first = slab.begin * pooled_sample;
+    MaxPoolBlocked16(
+        static_cast<const float*>(plan.dst.staged().get_data_handle()),
+        PlanesOf(convolved, slab), activation, out.data_as<float>() + first,
+        argmax.defined() ? argmax.data_as<int64_t>() + first : nullptr);
+  });
+  return true;
+}
+
+bool OneDnnConv2dMaxPoolBackward(
+    const TensorBase& input_grad, const TensorBase& weight_grad,
+    const TensorBase& bias_grad, const TensorBase& pooled_grad,
+    const TensorBase& argmax, const TensorBase& input, const TensorBase& weight,
+    const Window2dGeometry& conv, const Window2dGeometry& pool) {
+  if (!OneDnnEnabled() || pooled_grad.dtype() != DType::kF32) return false;
+  const BackwardOperands operands{input_grad, weight_grad, bias_grad, input,
+                                  weight};
+  const Shape convolved = ConvolvedShape(
+      input_grad.defined() ? input_grad.shape() : input.shape(),
+      weight_grad.defined() ? weight_grad.shape() : weight.shape(), conv);
+  if (!FitsBlockedMaxPool(PlanesOf(convolved, {0, convolved[0]}), pool)) {
+    return false;
+  }
+  const Slabs<BackwardPlan> slabs = BackwardSlabs(operands, convolved, conv);
+  if (slabs.empty()) return false;
+  for (const BackwardPlan* plan : slabs.plans) {
+    if (!plan->diff_dst_blocked16) return false;
+  }
+  const int64_t pooled_sample = pooled_grad.numel() / convolved[0];
+  slabs.Run([&](BackwardPlan& plan, const Slab& slab, dnnl::stream& stream) {
+    const int64_t first = slab.begin * pooled_sample;
+    ExecuteBackward(
+        plan, operands, slab,
+        [&](Port& port) {
+          UnpoolBlocked16(pooled_grad.data_as<float>() + first,
+                          argmax.data_as<int64_t>() + first,
+                          PlanesOf(convolved, slab),
+                          static_cast<float*>(port.staged().get_data_handle()));
+          return port.staged();
+        },
+        stream);
+  });
+  SumPartials(slabs, operands);
   return true;
 }
 

@@ -52,6 +52,25 @@ bool OneDnnConv2dBackward(const TensorBase& input_grad,
                           const TensorBase& input, const TensorBase& weight,
                           const Window2dGeometry& window);
 
+// OneDnnConv2dMaxPool() and OneDnnConv2dMaxPoolBackward() take the
+// contract of Backend::Conv2dMaxPool / Conv2dMaxPoolBackward: the convolution
+// as above, its output pooled where oneDNN leaves it (nChw16c) and its
+// gradient written there, by blocked_max_pool.h. They return false, having
+// written nothing, where the convolution does not run on oneDNN, oneDNN's
+// layout is not nChw16c (no AVX-512, fewer than 16 input channels) or the
+// pool is not blocked_max_pool.h's (FitsBlockedMaxPool()).
+bool OneDnnConv2dMaxPool(const TensorBase& out, const TensorBase& argmax,
+                         const TensorBase& input, const TensorBase& weight,
+                         const TensorBase& bias, const Window2dGeometry& conv,
+                         const Window2dGeometry& pool,
+                         PoolActivation activation);
+
+bool OneDnnConv2dMaxPoolBackward(
+    const TensorBase& input_grad, const TensorBase& weight_grad,
+    const TensorBase& bias_grad, const TensorBase& pooled_grad,
+    const TensorBase& argmax, const TensorBase& input, const TensorBase& weight,
+    const Window2dGeometry& conv, const Window2dGeometry& pool);
+
 }  // namespace kindling::cpu
 
 #endif  // KINDLING_BACKEND_CPU_ONEDNN_CONV2D_H_

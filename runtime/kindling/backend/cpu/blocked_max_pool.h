@@ -1,0 +1,57 @@
+// MaxPoolBlocked16 and UnpoolBlocked16: a 2x2, stride-2 max pool read
+// straight from a convolution's output in oneDNN's nChw16c layout, and its
+// backward written straight into that layout.
+//
+// oneDNN's AVX-512 convolutions compute in a blocked layout, sixteen
+// channels innermost: [N, C / 16, H, W, 16]. Pooling that buffer where the
+// convolution leaves it, instead of reordering it to Kindling's NCHW first,
+// saves a pass over the convolution's output each way (a reorder out in the
+// forward, a reorder of its gradient in in the backward), and the sixteen
+// channels of a window are two plain vector loads: no shuffles, no tails.
+//
+// Same values as MaxPool2d() and MaxPool2dBackward() (backend.h) on the
+// NCHW copy, bit for bit: the window's cells are taken in kernel order
+// (0,0), (0,1), (1,0), (1,1), a larger value or the first NaN replaces the
+// best, kRelu zeroes a maximum that is not > 0 and keeps no argmax where it
+// is <= 0, and the backward's cells are 0 + the routed gradient.
+//
+//   // blocked: one slab's [n, 64 / 16, 14, 14, 16] convolution output
+//   MaxPoolBlocked16(blocked, {n, 64, 14, 14}, PoolActivation::kRelu,
+//                    out, argmax);  // out, argmax: [n, 64, 7, 7]
+#ifndef KINDLING_BACKEND_CPU_BLOCKED_MAX_POOL_H_
+#define KINDLING_BACKEND_CPU_BLOCKED_MAX_POOL_H_
+
+#include <cstdint>
+
+#include "kindling/tensor/backend.h"
+
+namespace kindling::cpu {
+
+// BlockedPlanes: the shape [N, C, H, W] of a blocked buffer's tensor.
+struct BlockedPlanes {
+  int64_t samples, channels, height, width;
+};
+
+// FitsBlockedMaxPool() is true when these kernels compute `pool` over
+// `planes`: a 2x2 window at stride 2, no padding or dilation, whole
+// sixteen-channel blocks, and an even height and width (every cell under
+// exactly one window, so the backward overwrites every cell).
+bool FitsBlockedMaxPool(const BlockedPlanes& planes,
+                        const Window2dGeometry& pool);
+
+// MaxPoolBlocked16() writes out [N, C, H / 2, W / 2] (NCHW, contiguous)
+// and, unless `argmax` is null, argmax (the same shape; the cell h * W + w
+// of the plane, or -1) from `blocked` [N, C / 16, H, W, 16].
+void MaxPoolBlocked16(const float* blocked, const BlockedPlanes& planes,
+                      PoolActivation activation, float* out, int64_t* argmax);
+
+// UnpoolBlocked16() overwrites `blocked` [N, C / 16, H, W, 16] with the
+// pool's input gradient: each cell grad[n, c, h / 2, w / 2] where it is its
+// window's argmax, else 0. `grad` and `argmax` are [N, C, H / 2, W / 2]
+// contiguous; an argmax outside its window (or -1) routes nothing.
+void UnpoolBlocked16(const float* grad, const int64_t* argmax,
+                     const BlockedPlanes& planes, float* blocked);
+
+}  // namespace kindling::cpu
+
+#endif  // KINDLING_BACKEND_CPU_BLOCKED_MAX_POOL_H_

@@ -1,0 +1,328 @@
+// backend/cpu/onednn_conv2d.h's pooled convolution (OneDnnConv2dMaxPool and
+// its backward) and backend/cpu/blocked_max_pool.h, against the two ops they
+// fuse run one after the other: OneDnnConv2d then MaxPool2dKernel, and
+// MaxPool2dBackwardKernel then OneDnnConv2dBackward. The same oneDNN
+// primitives compute the convolution either way, so the results must agree
+// bit for bit: values, argmax and every gradient. Covered: ties (a zero
+// weight makes every window's cells equal), NaN, ReLU's dropped windows and
+// -0 gradients, every backward combination, batches that split unevenly over
+// the slabs, and the shapes that must be declined (false, nothing written).
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kindling/backend/cpu/blocked_max_pool.h"
+#include "kindling/backend/cpu/kernels.h"
+#include "kindling/backend/cpu/onednn_conv2d.h"
+#include "kindling/backend/cpu/parallel.h"
+#include "kindling/tensor/tensor.h"
+
+namespace kindling::cpu {
+namespace {
+
+constexpr Window2dGeometry kPool{.kernel = {2, 2}, .stride = {2, 2}};
+
+std::vector<float> RandomFloats(int64_t count, uint32_t seed) {
+  std::mt19937 engine(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> values(count);
+  for (float& v : values) v = normal(engine);
+  return values;
+}
+
+TensorBase FromFloats(const std::vector<float>& values, const Shape& shape) {
+  return TensorBase::FromHost(values.data(), shape, DType::kF32, Device::Cpu());
+}
+
+TensorBase Empty(const Shape& shape, DType dtype = DType::kF32) {
+  return TensorBase::Empty(shape, dtype, Device::Cpu());
+}
+
+template <class T>
+std::vector<T> Values(const TensorBase& tensor) {
+  std::vector<T> values(tensor.shape().num_elements());
+  tensor.CopyToHost(values.data());
+  return values;
+}
+
+// ExpectSameBits() compares two f32 tensors bit for bit (NaN equal to NaN of
+// the same bits, +0 unequal to -0).
+void ExpectSameBits(const TensorBase& actual, const TensorBase& expected,
+                    const std::string& what) {
+  const std::vector<float> a = Values<float>(actual);
+  const std::vector<float> e = Values<float>(expected);
+  ASSERT_EQ(a.size(), e.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(e[i]))
+        << what << " at " << i << ": " << a[i] << " vs " << e[i];
+  }
+}
+
+// OneDnnBlocksBy16() is true where oneDNN's convolutions of 16 channels or
+// more compute in nChw16c: an AVX-512 CPU not capped by ONEDNN_MAX_CPU_ISA.
+bool OneDnnBlocksBy16() {
+  return __builtin_cpu_supports("avx512f") &&
+         std::getenv("ONEDNN_MAX_CPU_ISA") == nullptr &&
+         std::getenv("KINDLING_ONEDNN") == nullptr;
+}
+
+enum class Fill { kRandom, kTies, kNan };
+
+struct PoolCase {
+  std::string name;
+  int64_t batch, channels, out_channels, height, width;
+  Window2dGeometry conv;
+  Fill fill = Fill::kRandom;
+  bool bias = true;
+  // Whether an AVX-512 oneDNN takes it.
+  bool fused = true;
+};
+
+void PrintTo(const PoolCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<PoolCase> Cases() {
+  const Window2dGeometry same{.kernel = {3, 3}, .padding = {1, 1}};
+  return {
+      // The example CNN's conv2 on 32 samples (Winograd, 16 a slab).
+      {"cnn_conv2", 32, 32, 64, 14, 14, same},
+      {"uneven_slabs", 5, 16, 32, 8, 6, same},
+      {"no_bias", 3, 16, 16, 6, 10, same, Fill::kRandom, false},
+      {"ties", 4, 16, 32, 6, 6, same, Fill::kTies},
+      {"nan", 4, 16, 16, 8, 8, same, Fill::kNan},
+      {"strided_conv",
+       2,
+       16,
+       32,
+       8,
+       8,
+       {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}},
+      // Declined: an odd output side, channels off the 16-wide blocks, one
+      // input channel (Kindling's own kernel), a batch below the threads.
+      {"odd_side", 2, 16, 16, 7, 8, same, Fill::kRandom, true, false},
+      {"channels_off_blocks", 2, 16, 24, 6, 6, same, Fill::kRandom, true,
+       false},
+      {"one_input_channel", 2, 1, 32, 6, 6, same, Fill::kRandom, true, false},
+      {"batch_below_threads", 1, 16, 16, 6, 6, same, Fill::kRandom, true,
+       false},
+  };
+}
+
+// Operands: one case's tensors.
+struct Operands {
+  explicit Operands(const PoolCase& c)
+      : input_shape{c.batch, c.channels, c.height, c.width},
+        weight_shape{c.out_channels, c.channels, c.conv.kernel[0],
+                     c.conv.kernel[1]} {
+    std::vector<float> image = RandomFloats(input_shape.num_elements(), 1);
+    std::vector<float> kernel = RandomFloats(weight_shape.num_elements(), 2);
+    std::vector<float> shift = RandomFloats(c.out_channels, 3);
+    if (c.fill == Fill::kTies) {
+      // Every cell of a channel is its bias: each window a four-way tie,
+      // half the channels <= 0 (ReLU drops them), one exactly 0.
+      kernel.assign(kernel.size(), 0.0f);
+      shift[0] = 0.0f;
+    }
+    if (c.fill == Fill::kNan) {
+      image[3] = std::numeric_limits<float>::quiet_NaN();
+      image[image.size() / 2 + 5] = std::numeric_limits<float>::quiet_NaN();
+    }
+    input = FromFloats(image, input_shape);
+    weight = FromFloats(kernel, weight_shape);
+    if (c.bias) bias = FromFloats(shift, {c.out_channels});
+    const int64_t reach_h = c.conv.kernel[0], reach_w = c.conv.kernel[1];
+    convolved = Shape{
+        c.batch, c.out_channels,
+        (c.height + 2 * c.conv.padding[0] - reach_h) / c.conv.stride[0] + 1,
+        (c.width + 2 * c.conv.padding[1] - reach_w) / c.conv.stride[1] + 1};
+    pooled = Shape{c.batch, c.out_channels, convolved[2] / 2, convolved[3] / 2};
+    std::vector<float> routed = RandomFloats(pooled.num_elements(), 4);
+    for (size_t i = 0; i < routed.size(); i += 7) routed[i] = -0.0f;
+    grad = FromFloats(routed, pooled);
+  }
+
+  Shape input_shape, weight_shape, convolved, pooled;
+  TensorBase input, weight, bias, grad;
+};
+
+// Composed: the two ops one after the other.
+struct Composed {
+  TensorBase convolved, out, argmax;
+};
+
+Composed ComposedForward(const PoolCase& c, const Operands& o,
+                         PoolActivation activation) {
+  Composed result{Empty(o.convolved), Empty(o.pooled),
+                  Empty(o.pooled, DType::kI64)};
+  if (!OneDnnConv2d(result.convolved, o.input, o.weight, o.bias, c.conv)) {
+    Conv2dKernel(result.convolved, o.input, o.weight, o.bias, c.conv);
+  }
+  MaxPool2dKernel(result.out, result.argmax, result.convolved, kPool,
+                  activation);
+  return result;
+}
+
+class OneDnnConv2dMaxPoolTest : public ::testing::TestWithParam<PoolCase> {};
+
+TEST_P(OneDnnConv2dMaxPoolTest, ForwardMatchesConvolutionThenPool) {
+  const PoolCase& c = GetParam();
+  const Operands o(c);
+  for (PoolActivation activation :
+       {PoolActivation::kNone, PoolActivation::kRelu}) {
+    SCOPED_TRACE(activation == PoolActivation::kRelu ? "relu" : "none");
+    const Composed expected = ComposedForward(c, o, activation);
+    for (bool with_argmax : {true, false}) {
+      const TensorBase out = Empty(o.pooled);
+      const TensorBase argmax =
+          with_argmax ? Empty(o.pooled, DType::kI64) : TensorBase();
+      const bool taken = OneDnnConv2dMaxPool(out, argmax, o.input, o.weight,
+                                             o.bias, c.conv, kPool, activation);
+      if (OneDnnBlocksBy16()) {
+        EXPECT_EQ(taken, c.fused && c.batch >= MaxThreads());
+      }
+      if (!c.fused) {
+        EXPECT_FALSE(taken);
+      }
+      if (!taken) continue;
+      ExpectSameBits(out, expected.out, "pooled values");
+      if (with_argmax) {
+        EXPECT_EQ(Values<int64_t>(argmax), Values<int64_t>(expected.argmax));
+      }
+    }
+  }
+}
+
+TEST_P(OneDnnConv2dMaxPoolTest, EveryBackwardCombinationMatches) {
+  const PoolCase& c = GetParam();
+  const Operands o(c);
+  const Composed forward = ComposedForward(c, o, PoolActivation::kRelu);
+  const TensorBase conv_grad = Empty(o.convolved);
+  MaxPool2dBackwardKernel(conv_grad, o.grad, forward.argmax, kPool);
+  for (int wanted = 1; wanted < 8; ++wanted) {
+    const bool input = wanted & 1, weight = wanted & 2, bias = wanted & 4;
+    if (!input && !weight) continue;  // the contract asks for one of them
+    if (bias && (!c.bias || !weight)) continue;
+    SCOPED_TRACE(::testing::Message() << "input " << input << " weight "
+                                      << weight << " bias " << bias);
+    auto grads = [&] {
+      return std::vector<TensorBase>{
+          input ? Empty(o.input_shape) : TensorBase(),
+          weight ? Empty(o.weight_shape) : TensorBase(),
+          bias ? Empty({c.out_channels}) : TensorBase()};
+    };
+    const std::vector<TensorBase> ours = grads(), expected = grads();
+    const bool taken = OneDnnConv2dMaxPoolBackward(
+        ours[0], ours[1], ours[2], o.grad, forward.argmax, o.input, o.weight,
+        c.conv, kPool);
+    if (OneDnnBlocksBy16()) {
+      EXPECT_EQ(taken, c.fused && c.batch >= MaxThreads());
+    }
+    if (!c.fused) {
+      EXPECT_FALSE(taken);
+    }
+    if (!taken) continue;
+    ASSERT_TRUE(OneDnnConv2dBackward(expected[0], expected[1], expected[2],
+                                     conv_grad, o.input, o.weight, c.conv));
+    for (int i = 0; i < 3; ++i) {
+      if (ours[i].defined()) ExpectSameBits(ours[i], expected[i], "gradient");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, OneDnnConv2dMaxPoolTest,
+                         ::testing::ValuesIn(Cases()),
+                         [](const auto& info) { return info.param.name; });
+
+// ToBlocked() lays [N, C, H, W] out as nChw16c.
+std::vector<float> ToBlocked(const std::vector<float>& plain,
+                             const BlockedPlanes& p) {
+  std::vector<float> blocked(plain.size());
+  for (int64_t n = 0; n < p.samples; ++n) {
+    for (int64_t c = 0; c < p.channels; ++c) {
+      for (int64_t hw = 0; hw < p.height * p.width; ++hw) {
+        const int64_t block = n * (p.channels / 16) + c / 16;
+        blocked[(block * p.height * p.width + hw) * 16 + c % 16] =
+            plain[(n * p.channels + c) * p.height * p.width + hw];
+      }
+    }
+  }
+  return blocked;
+}
+
+// The kernels on their own, on hand-made values: a NaN after a number and a
+// number after a NaN in the same window, exact ties, negatives under ReLU.
+TEST(BlockedMaxPoolTest, MatchesMaxPool2dKernelOnNcbwValues) {
+  const BlockedPlanes planes{2, 32, 4, 6};
+  const Shape shape{2, 32, 4, 6}, pooled{2, 32, 2, 3};
+  std::vector<float> plain = RandomFloats(shape.num_elements(), 7);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  plain[1] = nan;        // second cell of window (0, 0), plane 0
+  plain[24 + 6] = nan;   // first cell of window (0, 0), plane 1
+  plain[24 + 7] = 5.0f;  // a number after that NaN
+  plain[48 + 0] = plain[48 + 1] = plain[48 + 6] = plain[48 + 7] = 2.0f;
+  plain[72 + 2] = plain[72 + 3] = plain[72 + 8] = plain[72 + 9] = -1.0f;
+  const std::vector<float> blocked = ToBlocked(plain, planes);
+  for (PoolActivation activation :
+       {PoolActivation::kNone, PoolActivation::kRelu}) {
+    const TensorBase expected = Empty(pooled);
+    const TensorBase expected_argmax = Empty(pooled, DType::kI64);
+    MaxPool2dKernel(expected, expected_argmax, FromFloats(plain, shape), kPool,
+                    activation);
+    std::vector<float> out(pooled.num_elements());
+    std::vector<int64_t> argmax(pooled.num_elements());
+    MaxPoolBlocked16(blocked.data(), planes, activation, out.data(),
+                     argmax.data());
+    ExpectSameBits(FromFloats(out, pooled), expected, "values");
+    EXPECT_EQ(argmax, Values<int64_t>(expected_argmax));
+
+    // The backward through that argmax, -0 gradients included.
+    std::vector<float> grad = RandomFloats(pooled.num_elements(), 8);
+    grad[0] = -0.0f;
+    const TensorBase expected_grad = Empty(shape);
+    MaxPool2dBackwardKernel(expected_grad, FromFloats(grad, pooled),
+                            expected_argmax, kPool);
+    std::vector<float> routed(shape.num_elements(), 123.0f);
+    UnpoolBlocked16(grad.data(), argmax.data(), planes, routed.data());
+    EXPECT_EQ(routed, ToBlocked(Values<float>(expected_grad), planes));
+  }
+}
+
+TEST(BlockedMaxPoolTest, AnArgmaxOutsideItsWindowRoutesNothing) {
+  const BlockedPlanes planes{1, 16, 2, 2};
+  const std::vector<float> grad(16, 1.0f);
+  std::vector<int64_t> argmax(16, 3);  // the bottom-right cell
+  argmax[0] = -1;
+  argmax[1] = 4;  // past the 2 x 2 plane
+  std::vector<float> blocked(64, 7.0f);
+  UnpoolBlocked16(grad.data(), argmax.data(), planes, blocked.data());
+  for (int64_t cell = 0; cell < 4; ++cell) {
+    for (int64_t lane = 0; lane < 16; ++lane) {
+      const bool routed = cell == 3 && lane >= 2;
+      EXPECT_EQ(blocked[cell * 16 + lane], routed ? 1.0f : 0.0f)
+          << "cell " << cell << " lane " << lane;
+    }
+  }
+}
+
+TEST(BlockedMaxPoolTest, FitsOnlyItsPool) {
+  EXPECT_TRUE(FitsBlockedMaxPool({1, 32, 14, 14}, kPool));
+  EXPECT_FALSE(FitsBlockedMaxPool({1, 24, 14, 14}, kPool));  // 16-blocks
+  EXPECT_FALSE(FitsBlockedMaxPool({1, 32, 13, 14}, kPool));  // odd height
+  EXPECT_FALSE(FitsBlockedMaxPool({1, 32, 14, 15}, kPool));  // odd width
+  EXPECT_FALSE(FitsBlockedMaxPool({1, 32, 14, 14},
+                                  {.kernel = {2, 2}, .stride = {1, 1}}));
+  EXPECT_FALSE(FitsBlockedMaxPool(
+      {1, 32, 14, 14},
+      {.kernel = {2, 2}, .stride = {2, 2}, .padding = {1, 0}}));
+  EXPECT_FALSE(FitsBlockedMaxPool({1, 32, 14, 14},
+                                  {.kernel = {3, 3}, .stride = {2, 2}}));
+}
+
+}  // namespace
+}  // namespace kindling::cpu
