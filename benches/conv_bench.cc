@@ -11,6 +11,9 @@
 // Every layer runs through oneDNN here (KINDLING_ONEDNN=all), also where
 // the backend keeps Kindling's kernel.
 //
+// BM_PooledConvForward / BM_PooledConvBackward: conv2 and its pool as two
+// ops against the pooled convolution (see below).
+//
 // BM_MaxPoolBackward: max pooling's backward on the two pools of the CNN,
 // against memcpy (see below).
 //
@@ -25,6 +28,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -97,21 +101,31 @@ void TimeBlock(const Call& call, std::vector<double>& seconds) {
   }
 }
 
-template <class Kindling, class OneDnn>
-void Compare(benchmark::State& state, const Kindling& kindling,
-             const OneDnn& onednn) {
-  if (!onednn()) {  // builds oneDNN's plan
+// Sides: the counters' names of a comparison, `second`_vs_`first` the ratio
+// of the second side's median to the first's.
+struct Sides {
+  const char* first;
+  const char* second;
+};
+
+// Compare() times `first` and `second` in alternating blocks; `second`
+// returns false where its path declines the work.
+template <class First, class Second>
+void Compare(benchmark::State& state, const First& first, const Second& second,
+             Sides sides = {"kindling", "onednn"}) {
+  if (!second()) {  // builds oneDNN's plan
     state.SkipWithError("oneDNN does not take this convolution");
     return;
   }
-  std::vector<double> ours, theirs;
+  std::vector<double> firsts, seconds;
   for (auto _ : state) {
-    TimeBlock(kindling, ours);
-    TimeBlock(onednn, theirs);
+    TimeBlock(first, firsts);
+    TimeBlock(second, seconds);
   }
-  state.counters["kindling_ms"] = 1e3 * Median(ours);
-  state.counters["onednn_ms"] = 1e3 * Median(theirs);
-  state.counters["onednn_vs_kindling"] = Median(theirs) / Median(ours);
+  const std::string a = sides.first, b = sides.second;
+  state.counters[a + "_ms"] = 1e3 * Median(firsts);
+  state.counters[b + "_ms"] = 1e3 * Median(seconds);
+  state.counters[b + "_vs_" + a] = Median(seconds) / Median(firsts);
 }
 
 void BM_ConvForward(benchmark::State& state, const Layer& layer) {
@@ -137,6 +151,63 @@ void BM_ConvBackward(benchmark::State& state, const Layer& layer) {
                                          o.bias_grad, o.grad, o.input, o.weight,
                                          o.window);
       });
+}
+
+// The pooled convolution (backend/cpu/blocked_max_pool.h): conv2 and the
+// 2x2 max pool with its fused ReLU after it as the example CNN runs them,
+// the two ops one after the other (oneDNN's convolution, its output
+// reordered to NCHW, then Kindling's pool) against oneDNN's convolution
+// pooled in its own blocked layout; the backward likewise from the pooled
+// gradient. pooled_vs_separate < 1: the fused op is faster.
+struct Pooled {
+  explicit Pooled(const Operands& o)
+      : shape{kBatch, o.out.shape()[1], o.out.shape()[2] / 2,
+              o.out.shape()[3] / 2},
+        out(TensorBase::Empty(shape, DType::kF32, Device::Cpu())),
+        argmax(TensorBase::Empty(shape, DType::kI64, Device::Cpu())),
+        grad(Random(shape, 7)) {}
+
+  Shape shape;
+  TensorBase out, argmax, grad;
+  Window2dGeometry window{.kernel = {2, 2}, .stride = {2, 2}};
+};
+
+void BM_PooledConvForward(benchmark::State& state, const Layer& layer) {
+  const Operands o(layer);
+  const Pooled p(o);
+  Compare(
+      state,
+      [&] {
+        cpu::OneDnnConv2d(o.out, o.input, o.weight, o.bias, o.window);
+        cpu::MaxPool2dKernel(p.out, p.argmax, o.out, p.window,
+                             PoolActivation::kRelu);
+      },
+      [&] {
+        return cpu::OneDnnConv2dMaxPool(p.out, p.argmax, o.input, o.weight,
+                                        o.bias, o.window, p.window,
+                                        PoolActivation::kRelu);
+      },
+      {"separate", "pooled"});
+}
+
+void BM_PooledConvBackward(benchmark::State& state, const Layer& layer) {
+  const Operands o(layer);
+  const Pooled p(o);
+  cpu::OneDnnConv2d(o.out, o.input, o.weight, o.bias, o.window);
+  cpu::MaxPool2dKernel(p.out, p.argmax, o.out, p.window, PoolActivation::kRelu);
+  Compare(
+      state,
+      [&] {
+        cpu::MaxPool2dBackwardKernel(o.grad, p.grad, p.argmax, p.window);
+        cpu::OneDnnConv2dBackward(o.input_grad, o.weight_grad, o.bias_grad,
+                                  o.grad, o.input, o.weight, o.window);
+      },
+      [&] {
+        return cpu::OneDnnConv2dMaxPoolBackward(
+            o.input_grad, o.weight_grad, o.bias_grad, p.grad, p.argmax, o.input,
+            o.weight, o.window, p.window);
+      },
+      {"separate", "pooled"});
 }
 
 // Max pooling's backward after each of the CNN's convolutions (2x2 at
@@ -188,6 +259,12 @@ BENCHMARK_CAPTURE(BM_ConvForward, conv2, kConv2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_ConvBackward, conv2, kConv2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_PooledConvForward, conv2, kConv2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_PooledConvBackward, conv2, kConv2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_MaxPoolBackward, after_conv1, kConv1)
