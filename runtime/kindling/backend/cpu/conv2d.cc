@@ -20,12 +20,15 @@
 //
 // With fewer samples than threads (inference on one image) the samples run
 // in turn and each GEMM is split across the threads instead.
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
 #include "kindling/backend/cpu/gemm.h"
 #include "kindling/backend/cpu/kernels.h"
+#include "kindling/backend/cpu/max_pool_2x2.h"
 #include "kindling/backend/cpu/parallel.h"
 #include "kindling/backend/cpu/small_patch_products.h"
 #include "kindling/backend/cpu/window_plane.h"
@@ -112,28 +115,37 @@ bool UsesSmallPatchProducts(int64_t patch) {
   return patch > 0 && patch <= kMaxSmallPatch;
 }
 
+// ConvolveSample() writes sample n's output y_n [O, L]: the bias, plus
+// weight x the sample's columns.
+template <class T>
+void ConvolveSample(const TensorBase& input, const T* w, const T* b,
+                    const ConvDims& d, const Window2dGeometry& window,
+                    int64_t n, bool split, T* columns, T* y_n) {
+  const int64_t patch = d.patch(), positions = d.positions();
+  for (int64_t o = 0; o < d.out_channels; ++o) {
+    std::fill(y_n + o * positions, y_n + (o + 1) * positions,
+              b != nullptr ? b[o] : T(0));
+  }
+  if (patch == 0) return;
+  SampleColumns(input, d, window, n, columns);
+  RunGemm<T>(split, CblasNoTrans, CblasNoTrans, d.out_channels, positions,
+             patch, w, patch, columns, positions, y_n, positions,
+             GemmAccumulate::kAdd);
+}
+
 template <class T>
 void Conv2dTyped(const TensorBase& out, const TensorBase& input,
                  const TensorBase& weight, const TensorBase& bias,
                  const Window2dGeometry& window) {
   const ConvDims d = DimsOf(input.shape(), weight.shape(), out.shape());
-  const int64_t patch = d.patch(), positions = d.positions();
   const T* w = weight.data_as<const T>();
   const T* b = bias.defined() ? bias.data_as<const T>() : nullptr;
   T* y = out.data_as<T>();
   RunSlabs(d.batch, [&](int64_t, int64_t begin, int64_t end, bool split) {
-    std::vector<T> columns(patch * positions);
+    std::vector<T> columns(d.patch() * d.positions());
     for (int64_t n = begin; n < end; ++n) {
-      T* y_n = y + n * d.out_channels * positions;
-      for (int64_t o = 0; o < d.out_channels; ++o) {
-        std::fill(y_n + o * positions, y_n + (o + 1) * positions,
-                  b != nullptr ? b[o] : T(0));
-      }
-      if (patch == 0) continue;
-      SampleColumns(input, d, window, n, columns.data());
-      RunGemm<T>(split, CblasNoTrans, CblasNoTrans, d.out_channels, positions,
-                 patch, w, patch, columns.data(), positions, y_n, positions,
-                 GemmAccumulate::kAdd);
+      ConvolveSample(input, w, b, d, window, n, split, columns.data(),
+                     y + n * d.out_channels * d.positions());
     }
   });
 }
@@ -180,11 +192,13 @@ void SampleBackward(const TensorBase& input, const T* w, const T* g,
 }
 
 // SmallPatchSlab() writes the weight and bias gradients (each null when not
-// wanted) of samples [begin, end) through small_patch_products.h.
-void SmallPatchSlab(const TensorBase& input, const float* g, const ConvDims& d,
-                    const Window2dGeometry& window, int64_t begin, int64_t end,
-                    float* columns, float* weight_partial,
-                    float* bias_partial) {
+// wanted) of samples [begin, end) through small_patch_products.h;
+// sample_grad(n) is sample n's output gradient [O, L].
+template <class SampleGrad>
+void SmallPatchSlab(const TensorBase& input, const SampleGrad& sample_grad,
+                    const ConvDims& d, const Window2dGeometry& window,
+                    int64_t begin, int64_t end, float* columns,
+                    float* weight_partial, float* bias_partial) {
   const int64_t patch = d.patch(), positions = d.positions();
   std::vector<float> weight_lanes(
       weight_partial != nullptr ? d.out_channels * patch * kGradientLanes : 0);
@@ -198,8 +212,8 @@ void SmallPatchSlab(const TensorBase& input, const float* g, const ConvDims& d,
     if (weight_partial != nullptr) {
       SampleColumns(input, d, window, n, columns);
     }
-    SmallPatchAccumulate(g + n * d.out_channels * positions, columns,
-                         d.out_channels, patch, positions, lanes);
+    SmallPatchAccumulate(sample_grad(n), columns, d.out_channels, patch,
+                         positions, lanes);
   }
   if (weight_partial != nullptr) {
     SumLanes(weight_lanes.data(), d.out_channels * patch, weight_partial);
@@ -221,6 +235,43 @@ void SumSlabs(const std::vector<T>& partials, int64_t slabs, int64_t size,
   }
 }
 
+// Partials: each slab's partial weight and bias gradients (where wanted),
+// summed in slab order by Sum().
+template <class T>
+class Partials {
+ public:
+  Partials(const Conv2dGrads<T>& grads, const ConvDims& d)
+      : grads_(grads),
+        slabs_(SlabCount(d.batch)),
+        weight_size_(d.out_channels * d.patch()),
+        bias_size_(d.out_channels),
+        weight_(grads.weight != nullptr ? slabs_ * weight_size_ : 0),
+        bias_(grads.bias != nullptr ? slabs_ * bias_size_ : 0) {}
+
+  // weight(slab) and bias(slab) are slab `slab`'s sums, or null.
+  T* weight(int64_t slab) {
+    return weight_.empty() ? nullptr : weight_.data() + slab * weight_size_;
+  }
+  T* bias(int64_t slab) {
+    return bias_.empty() ? nullptr : bias_.data() + slab * bias_size_;
+  }
+
+  // Sum() writes the gradients.
+  void Sum() const {
+    if (grads_.weight != nullptr) {
+      SumSlabs(weight_, slabs_, weight_size_, grads_.weight);
+    }
+    if (grads_.bias != nullptr) {
+      SumSlabs(bias_, slabs_, bias_size_, grads_.bias);
+    }
+  }
+
+ private:
+  Conv2dGrads<T> grads_;
+  int64_t slabs_, weight_size_, bias_size_;
+  std::vector<T> weight_, bias_;
+};
+
 template <class T>
 void Conv2dBackwardTyped(const Conv2dGrads<T>& grads, const TensorBase& grad,
                          const TensorBase& input, const TensorBase& weight,
@@ -228,27 +279,20 @@ void Conv2dBackwardTyped(const Conv2dGrads<T>& grads, const TensorBase& grad,
                          const Window2dGeometry& window) {
   const ConvDims d = DimsOf(input_shape, weight_shape, grad.shape());
   const int64_t patch = d.patch(), positions = d.positions();
-  const int64_t slabs = SlabCount(d.batch);
-  const int64_t weight_size = d.out_channels * patch;
-  std::vector<T> weight_partials(grads.weight != nullptr ? slabs * weight_size
-                                                         : 0);
-  std::vector<T> bias_partials(grads.bias != nullptr ? slabs * d.out_channels
-                                                     : 0);
+  Partials<T> partials(grads, d);
   const T* w = grads.input != nullptr ? weight.data_as<const T>() : nullptr;
   const T* g = grad.data_as<const T>();
   RunSlabs(d.batch, [&](int64_t slab, int64_t begin, int64_t end, bool split) {
     std::vector<T> columns(grads.weight != nullptr ? patch * positions : 0);
     std::vector<T> column_grad(grads.input != nullptr ? patch * positions : 0);
-    T* weight_partial = grads.weight != nullptr
-                            ? weight_partials.data() + slab * weight_size
-                            : nullptr;
-    T* bias_partial = grads.bias != nullptr
-                          ? bias_partials.data() + slab * d.out_channels
-                          : nullptr;
+    T* weight_partial = partials.weight(slab);
+    T* bias_partial = partials.bias(slab);
     if constexpr (std::is_same_v<T, float>) {
       if (UsesSmallPatchProducts(patch)) {
-        SmallPatchSlab(input, g, d, window, begin, end, columns.data(),
-                       weight_partial, bias_partial);
+        SmallPatchSlab(
+            input,
+            [&](int64_t n) { return g + n * d.out_channels * positions; }, d,
+            window, begin, end, columns.data(), weight_partial, bias_partial);
         // What is left is the input's gradient, through the GEMM.
         weight_partial = bias_partial = nullptr;
         if (grads.input == nullptr) return;
@@ -260,11 +304,71 @@ void Conv2dBackwardTyped(const Conv2dGrads<T>& grads, const TensorBase& grad,
                      bias_partial, grads.input);
     }
   });
-  if (grads.weight != nullptr) {
-    SumSlabs(weight_partials, slabs, weight_size, grads.weight);
+  partials.Sum();
+}
+
+// ConvolvedSide() is the convolution's output size along `axis` for an
+// input side of `in`.
+int64_t ConvolvedSide(const Window2dGeometry& conv, int axis, int64_t in) {
+  const int64_t reach = (conv.kernel[axis] - 1) * conv.dilation[axis] + 1;
+  return (in + 2 * conv.padding[axis] - reach) / conv.stride[axis] + 1;
+}
+
+// PooledDims() is the dims of the convolution of an input of `input_shape`
+// with a weight of `weight_shape` over `conv`, where the pooled kernels
+// below take it and its `pool`: an f32 patch small enough for
+// small_patch_products.h (the layer Kindling's kernels run: one input
+// channel), a 2x2 pool at stride 2 over an even output side (every cell
+// under exactly one window) whose rows have at least `min_windows` windows
+// (max_pool_2x2.h's row kernels); nothing otherwise.
+std::optional<ConvDims> PooledDims(DType dtype, const Shape& input_shape,
+                                   const Shape& weight_shape,
+                                   const Window2dGeometry& conv,
+                                   const Window2dGeometry& pool,
+                                   int64_t min_windows) {
+  const int64_t out_h = ConvolvedSide(conv, 0, input_shape[2]);
+  const int64_t out_w = ConvolvedSide(conv, 1, input_shape[3]);
+  const ConvDims d =
+      DimsOf(input_shape, weight_shape,
+             Shape{input_shape[0], weight_shape[0], out_h, out_w});
+  const bool fits = dtype == DType::kF32 && UsesSmallPatchProducts(d.patch()) &&
+                    FitsMaxPool2x2Row(pool, out_w) && out_h % 2 == 0 &&
+                    out_w % 2 == 0 && out_h > 0 && out_w / 2 >= min_windows;
+  if (!fits) return std::nullopt;
+  return d;
+}
+
+// PoolSample() pools sample n's convolution output y_n [O, OH, OW] into
+// out_n [O, OH / 2, OW / 2] (and argmax_n, unless null).
+void PoolSample(const float* y_n, const ConvDims& d, bool relu, float* out_n,
+                int64_t* argmax_n) {
+  const int64_t width = d.plane.out_w, out_w = width / 2;
+  const int64_t out_plane = (d.plane.out_h / 2) * out_w;
+  for (int64_t o = 0; o < d.out_channels; ++o) {
+    const float* plane = y_n + o * d.positions();
+    for (int64_t oh = 0; oh < d.plane.out_h / 2; ++oh) {
+      const int64_t at = o * out_plane + oh * out_w;
+      MaxPool2x2Row(plane + 2 * oh * width, plane + (2 * oh + 1) * width, out_w,
+                    2 * oh * width, width, relu, out_n + at,
+                    argmax_n != nullptr ? argmax_n + at : nullptr);
+    }
   }
-  if (grads.bias != nullptr) {
-    SumSlabs(bias_partials, slabs, d.out_channels, grads.bias);
+}
+
+// UnpoolSample() writes sample n's convolution output gradient g_n
+// [O, OH, OW] from its pooled gradient and argmax [O, OH / 2, OW / 2].
+void UnpoolSample(const float* grad_n, const int64_t* argmax_n,
+                  const ConvDims& d, float* g_n) {
+  const int64_t width = d.plane.out_w, out_w = width / 2;
+  const int64_t out_plane = (d.plane.out_h / 2) * out_w;
+  for (int64_t o = 0; o < d.out_channels; ++o) {
+    float* plane = g_n + o * d.positions();
+    for (int64_t oh = 0; oh < d.plane.out_h / 2; ++oh) {
+      const int64_t at = o * out_plane + oh * out_w;
+      MaxPool2x2BackwardRow(grad_n + at, argmax_n + at, out_w, 2 * oh * width,
+                            width, plane + 2 * oh * width,
+                            plane + (2 * oh + 1) * width);
+    }
   }
 }
 
@@ -300,6 +404,72 @@ void Conv2dBackwardKernel(const TensorBase& input_grad,
                        DataOrNull<T>(bias_grad)},
         grad, input, weight, input_shape, weight_shape, window);
   });
+}
+
+bool Conv2dMaxPoolKernel(const TensorBase& out, const TensorBase& argmax,
+                         const TensorBase& input, const TensorBase& weight,
+                         const TensorBase& bias, const Window2dGeometry& conv,
+                         const Window2dGeometry& pool,
+                         PoolActivation activation) {
+  const std::optional<ConvDims> dims =
+      PooledDims(out.dtype(), input.shape(), weight.shape(), conv, pool,
+                 /*min_windows=*/1);
+  if (!dims.has_value()) return false;
+  const ConvDims& d = *dims;
+  UseSingleThreadedBlas();
+  const float* w = weight.data_as<const float>();
+  const float* b = bias.defined() ? bias.data_as<const float>() : nullptr;
+  const int64_t pooled = out.numel() / d.batch;
+  RunSlabs(d.batch, [&](int64_t, int64_t begin, int64_t end, bool split) {
+    // One sample's output at a time, pooled while it is in cache.
+    std::vector<float> columns(d.patch() * d.positions());
+    std::vector<float> y_n(d.out_channels * d.positions());
+    for (int64_t n = begin; n < end; ++n) {
+      ConvolveSample(input, w, b, d, conv, n, split, columns.data(),
+                     y_n.data());
+      PoolSample(
+          y_n.data(), d, activation == PoolActivation::kRelu,
+          out.data_as<float>() + n * pooled,
+          argmax.defined() ? argmax.data_as<int64_t>() + n * pooled : nullptr);
+    }
+  });
+  return true;
+}
+
+bool Conv2dMaxPoolBackwardKernel(
+    const TensorBase& input_grad, const TensorBase& weight_grad,
+    const TensorBase& bias_grad, const TensorBase& pooled_grad,
+    const TensorBase& argmax, const TensorBase& input, const TensorBase& weight,
+    const Window2dGeometry& conv, const Window2dGeometry& pool) {
+  // A first layer's: the parameters' gradients only.
+  if (input_grad.defined() || !weight_grad.defined()) return false;
+  const std::optional<ConvDims> dims =
+      PooledDims(pooled_grad.dtype(), input.shape(), weight_grad.shape(), conv,
+                 pool, /*min_windows=*/kMinBackwardRowWindows);
+  if (!dims.has_value()) return false;
+  const ConvDims& d = *dims;
+  Partials<float> partials(
+      Conv2dGrads<float>{nullptr, weight_grad.data_as<float>(),
+                         DataOrNull<float>(bias_grad)},
+      d);
+  const int64_t pooled = pooled_grad.numel() / d.batch;
+  RunSlabs(d.batch, [&](int64_t slab, int64_t begin, int64_t end, bool) {
+    // One sample's output gradient at a time, read while it is in cache.
+    std::vector<float> columns(d.patch() * d.positions());
+    std::vector<float> g_n(d.out_channels * d.positions());
+    SmallPatchSlab(
+        input,
+        [&](int64_t n) {
+          UnpoolSample(pooled_grad.data_as<const float>() + n * pooled,
+                       argmax.data_as<const int64_t>() + n * pooled, d,
+                       g_n.data());
+          return g_n.data();
+        },
+        d, conv, begin, end, columns.data(), partials.weight(slab),
+        partials.bias(slab));
+  });
+  partials.Sum();
+  return true;
 }
 
 }  // namespace kindling::cpu

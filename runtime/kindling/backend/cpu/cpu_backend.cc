@@ -148,7 +148,15 @@ bool CpuBackend::Conv2dMaxPool(const TensorBase& out, const TensorBase& argmax,
                                const Window2dGeometry& conv,
                                const Window2dGeometry& pool,
                                PoolActivation activation) {
-  return OneDnnConv2dMaxPool(out, argmax, input, weight, bias, conv, pool,
+  // As Conv2d(): oneDNN's convolution where it takes the layer, pooled in
+  // its own layout; Kindling's where oneDNN leaves the layer to it, pooled
+  // a sample at a time.
+  if (OneDnnConv2dMaxPool(out, argmax, input, weight, bias, conv, pool,
+                          activation)) {
+    return true;
+  }
+  return OneDnnLeavesToKindling(input.shape()) &&
+         Conv2dMaxPoolKernel(out, argmax, input, weight, bias, conv, pool,
                              activation);
 }
 
@@ -157,7 +165,15 @@ bool CpuBackend::Conv2dMaxPoolBackward(
     const TensorBase& bias_grad, const TensorBase& pooled_grad,
     const TensorBase& argmax, const TensorBase& input, const TensorBase& weight,
     const Window2dGeometry& conv, const Window2dGeometry& pool) {
-  return OneDnnConv2dMaxPoolBackward(input_grad, weight_grad, bias_grad,
+  if (OneDnnConv2dMaxPoolBackward(input_grad, weight_grad, bias_grad,
+                                  pooled_grad, argmax, input, weight, conv,
+                                  pool)) {
+    return true;
+  }
+  const Shape& input_shape =
+      input_grad.defined() ? input_grad.shape() : input.shape();
+  return OneDnnLeavesToKindling(input_shape) &&
+         Conv2dMaxPoolBackwardKernel(input_grad, weight_grad, bias_grad,
                                      pooled_grad, argmax, input, weight, conv,
                                      pool);
 }

@@ -65,6 +65,23 @@ void Conv2dBackwardKernel(const TensorBase& input_grad,
                           const TensorBase& input, const TensorBase& weight,
                           const Window2dGeometry& window);
 
+// Backend::Conv2dMaxPool / Conv2dMaxPoolBackward with Kindling's kernels,
+// one sample's convolution output at a time, pooled (or its gradient
+// rebuilt) while it is in cache: the layers whose patch
+// small_patch_products.h takes (one input channel), pooled 2x2 at stride 2
+// over an even output side; the backward of the weight and bias only (a
+// first layer's). False, having written nothing, elsewhere.
+bool Conv2dMaxPoolKernel(const TensorBase& out, const TensorBase& argmax,
+                         const TensorBase& input, const TensorBase& weight,
+                         const TensorBase& bias, const Window2dGeometry& conv,
+                         const Window2dGeometry& pool,
+                         PoolActivation activation);
+bool Conv2dMaxPoolBackwardKernel(
+    const TensorBase& input_grad, const TensorBase& weight_grad,
+    const TensorBase& bias_grad, const TensorBase& pooled_grad,
+    const TensorBase& argmax, const TensorBase& input, const TensorBase& weight,
+    const Window2dGeometry& conv, const Window2dGeometry& pool);
+
 // layer_norm.cc
 void LayerNormKernel(const TensorBase& out, const TensorBase& mean,
                      const TensorBase& rstd, const TensorBase& input,

@@ -277,17 +277,21 @@ constexpr int64_t kMaxWidth = int64_t{1} << 30;
 
 }  // namespace
 
+bool FitsMaxPool2x2Row(const Window2dGeometry& window, int64_t width) {
+  return Is2x2Stride2(window) && width < kMaxWidth;
+}
+
 bool FitsMaxPool2x2(const TensorBase& input, const Window2dGeometry& window) {
   return input.dtype() == DType::kF32 && input.strides()[3] == 1 &&
-         input.shape()[3] < kMaxWidth && Is2x2Stride2(window);
+         FitsMaxPool2x2Row(window, input.shape()[3]);
 }
 
 bool FitsMaxPool2x2Backward(const TensorBase& input_grad,
                             const TensorBase& grad,
                             const Window2dGeometry& window) {
   return grad.dtype() == DType::kF32 && grad.strides()[3] == 1 &&
-         grad.shape()[3] >= 8 && input_grad.shape()[3] < kMaxWidth &&
-         Is2x2Stride2(window);
+         grad.shape()[3] >= kMinBackwardRowWindows &&
+         FitsMaxPool2x2Row(window, input_grad.shape()[3]);
 }
 
 void MaxPool2x2BackwardRow(const float* grad, const int64_t* argmax,

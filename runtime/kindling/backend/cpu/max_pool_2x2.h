@@ -27,6 +27,16 @@
 
 namespace kindling::cpu {
 
+// FitsMaxPool2x2Row() is true when MaxPool2x2Row() and
+// MaxPool2x2BackwardRow() compute `window` over planes `width` wide:
+// kernel 2x2, stride 2x2, padding 0, dilation 1, and a width below 2^30
+// (the argmax offsets are computed in 32-bit lanes).
+bool FitsMaxPool2x2Row(const Window2dGeometry& window, int64_t width);
+
+// kMinBackwardRowWindows: the fewest windows in a row MaxPool2x2BackwardRow()
+// takes.
+inline constexpr int64_t kMinBackwardRowWindows = 8;
+
 // FitsMaxPool2x2() is true when MaxPool2x2Row() computes this pool: an f32
 // input with unit-stride rows narrower than 2^30 (the argmax offsets are
 // computed in 32-bit lanes), and kernel 2x2, stride 2x2, padding 0,

@@ -617,6 +617,10 @@ BlockedPlanes PlanesOf(const Shape& out, const Slab& slab) {
 
 bool OneDnnEnabled() { return GetOneDnnMode() != OneDnnMode::kOff; }
 
+bool OneDnnLeavesToKindling(const Shape& input) {
+  return !OneDnnEnabled() || KindlingsKernelIsFaster(input);
+}
+
 bool OneDnnConv2d(const TensorBase& out, const TensorBase& input,
                   const TensorBase& weight, const TensorBase& bias,
                   const Window2dGeometry& window) {

@@ -42,6 +42,12 @@ namespace kindling::cpu {
 // OneDnnEnabled() is false when KINDLING_ONEDNN=0 (read once).
 bool OneDnnEnabled();
 
+// OneDnnLeavesToKindling() is true where OneDnnConv2d() and
+// OneDnnConv2dBackward() decline every convolution of an input of this shape
+// (KINDLING_ONEDNN=0, or a single input channel): Kindling's kernels run
+// them.
+bool OneDnnLeavesToKindling(const Shape& input);
+
 bool OneDnnConv2d(const TensorBase& out, const TensorBase& input,
                   const TensorBase& weight, const TensorBase& bias,
                   const Window2dGeometry& window);

@@ -1,12 +1,17 @@
-// backend/cpu/onednn_conv2d.h's pooled convolution (OneDnnConv2dMaxPool and
-// its backward) and backend/cpu/blocked_max_pool.h, against the two ops they
-// fuse run one after the other: OneDnnConv2d then MaxPool2dKernel, and
-// MaxPool2dBackwardKernel then OneDnnConv2dBackward. The same oneDNN
-// primitives compute the convolution either way, so the results must agree
-// bit for bit: values, argmax and every gradient. Covered: ties (a zero
-// weight makes every window's cells equal), NaN, ReLU's dropped windows and
-// -0 gradients, every backward combination, batches that split unevenly over
-// the slabs, and the shapes that must be declined (false, nothing written).
+// The pooled convolution's CPU kernels (Backend::Conv2dMaxPool and its
+// backward) against the two ops they fuse run one after the other:
+// - oneDNN's convolution pooled in its own layout (OneDnnConv2dMaxPool,
+//   backend/cpu/blocked_max_pool.h) against OneDnnConv2d then
+//   MaxPool2dKernel, and MaxPool2dBackwardKernel then OneDnnConv2dBackward;
+// - Kindling's, a sample at a time (Conv2dMaxPoolKernel, conv2d.cc) against
+//   Conv2dKernel then MaxPool2dKernel, and MaxPool2dBackwardKernel then
+//   Conv2dBackwardKernel.
+// The same convolution kernels compute the values either way, so the results
+// must agree bit for bit: values, argmax and every gradient. Covered: ties (a
+// zero weight makes every window's cells equal), NaN, ReLU's dropped windows
+// and -0 gradients, every backward combination, batches that split unevenly
+// over the slabs (and one sample, whose GEMMs are split instead), and the
+// shapes each path must decline (false, nothing written).
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -81,12 +86,13 @@ struct PoolCase {
   Window2dGeometry conv;
   Fill fill = Fill::kRandom;
   bool bias = true;
-  // Whether an AVX-512 oneDNN takes it.
+  // Whether the path under test takes it (for oneDNN's: on an AVX-512 CPU).
   bool fused = true;
 };
 
 void PrintTo(const PoolCase& c, std::ostream* os) { *os << c.name; }
 
+// oneDNN's pooled convolution: 16 input channels and more.
 std::vector<PoolCase> Cases() {
   const Window2dGeometry same{.kernel = {3, 3}, .padding = {1, 1}};
   return {
@@ -237,6 +243,104 @@ TEST_P(OneDnnConv2dMaxPoolTest, EveryBackwardCombinationMatches) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, OneDnnConv2dMaxPoolTest,
                          ::testing::ValuesIn(Cases()),
+                         [](const auto& info) { return info.param.name; });
+
+// Kindling's pooled kernels: one input channel (small_patch_products.h's
+// patches), the cases marked fused taken on every CPU.
+std::vector<PoolCase> KindlingCases() {
+  const Window2dGeometry same{.kernel = {3, 3}, .padding = {1, 1}};
+  return {
+      // The example CNN's conv1 on 8 samples.
+      {"cnn_conv1", 8, 1, 32, 28, 28, same},
+      {"uneven_slabs", 5, 1, 16, 16, 20, same},
+      {"one_sample", 1, 1, 8, 16, 16, same},
+      {"no_bias", 3, 1, 8, 16, 18, same, Fill::kRandom, false},
+      {"ties", 4, 1, 8, 16, 16, same, Fill::kTies},
+      {"nan", 4, 1, 8, 16, 16, same, Fill::kNan},
+      {"strided_conv",
+       2,
+       1,
+       8,
+       32,
+       32,
+       {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}},
+      // Declined: an odd output side, a patch above 12 taps.
+      {"odd_side", 2, 1, 8, 15, 16, same, Fill::kRandom, true, false},
+      {"two_channels", 2, 2, 8, 16, 16, same, Fill::kRandom, true, false},
+  };
+}
+
+class Conv2dMaxPoolKernelTest : public ::testing::TestWithParam<PoolCase> {};
+
+TEST_P(Conv2dMaxPoolKernelTest, ForwardMatchesConvolutionThenPool) {
+  const PoolCase& c = GetParam();
+  const Operands o(c);
+  for (PoolActivation activation :
+       {PoolActivation::kNone, PoolActivation::kRelu}) {
+    SCOPED_TRACE(activation == PoolActivation::kRelu ? "relu" : "none");
+    const Composed expected = ComposedForward(c, o, activation);
+    for (bool with_argmax : {true, false}) {
+      const TensorBase out = Empty(o.pooled);
+      const TensorBase argmax =
+          with_argmax ? Empty(o.pooled, DType::kI64) : TensorBase();
+      ASSERT_EQ(c.fused,
+                Conv2dMaxPoolKernel(out, argmax, o.input, o.weight, o.bias,
+                                    c.conv, kPool, activation));
+      if (!c.fused) continue;
+      ExpectSameBits(out, expected.out, "pooled values");
+      if (with_argmax) {
+        EXPECT_EQ(Values<int64_t>(argmax), Values<int64_t>(expected.argmax));
+      }
+    }
+  }
+}
+
+TEST_P(Conv2dMaxPoolKernelTest, ParameterGradientsMatch) {
+  const PoolCase& c = GetParam();
+  const Operands o(c);
+  const Composed forward = ComposedForward(c, o, PoolActivation::kRelu);
+  const TensorBase conv_grad = Empty(o.convolved);
+  MaxPool2dBackwardKernel(conv_grad, o.grad, forward.argmax, kPool);
+  const TensorBase bias_grad = c.bias ? Empty({c.out_channels}) : TensorBase();
+  const TensorBase weight_grad = Empty(o.weight_shape);
+  // The input's gradient (not a first layer's) is declined.
+  EXPECT_FALSE(Conv2dMaxPoolBackwardKernel(Empty(o.input_shape), weight_grad,
+                                           bias_grad, o.grad, forward.argmax,
+                                           o.input, o.weight, c.conv, kPool));
+  ASSERT_EQ(c.fused, Conv2dMaxPoolBackwardKernel(
+                         TensorBase(), weight_grad, bias_grad, o.grad,
+                         forward.argmax, o.input, o.weight, c.conv, kPool));
+  if (!c.fused) return;
+  const TensorBase expected_weight = Empty(o.weight_shape);
+  const TensorBase expected_bias =
+      c.bias ? Empty({c.out_channels}) : TensorBase();
+  Conv2dBackwardKernel(TensorBase(), expected_weight, expected_bias, conv_grad,
+                       o.input, o.weight, c.conv);
+  ExpectSameBits(weight_grad, expected_weight, "weight gradient");
+  if (c.bias) ExpectSameBits(bias_grad, expected_bias, "bias gradient");
+}
+
+TEST(Conv2dMaxPoolKernelTest, BackwardDeclinesRowsOfFewerThanEightWindows) {
+  // MaxPool2x2BackwardRow() needs eight windows a row; the forward takes any.
+  const PoolCase c{"short_rows",
+                   2,
+                   1,
+                   8,
+                   14,
+                   14,
+                   Window2dGeometry{.kernel = {3, 3}, .padding = {1, 1}}};
+  const Operands o(c);
+  const Composed forward = ComposedForward(c, o, PoolActivation::kRelu);
+  EXPECT_TRUE(Conv2dMaxPoolKernel(Empty(o.pooled), TensorBase(), o.input,
+                                  o.weight, o.bias, c.conv, kPool,
+                                  PoolActivation::kRelu));
+  EXPECT_FALSE(Conv2dMaxPoolBackwardKernel(
+      TensorBase(), Empty(o.weight_shape), Empty({c.out_channels}), o.grad,
+      forward.argmax, o.input, o.weight, c.conv, kPool));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Conv2dMaxPoolKernelTest,
+                         ::testing::ValuesIn(KindlingCases()),
                          [](const auto& info) { return info.param.name; });
 
 // ToBlocked() lays [N, C, H, W] out as nChw16c.
