@@ -203,6 +203,25 @@ Shape ConvolutionOutput(const TensorBase& input, const TensorBase& weight,
                Window2dOutputSize(window, 1, in[3])};
 }
 
+// CheckBackwardOperands() aborts, naming `op`, unless a convolution
+// backward's operands fit together (the gradient [N, C, H, W], the input and
+// weight shapes with the window, the tensors' dtypes and devices), and
+// returns the convolution's output shape.
+Shape CheckBackwardOperands(const TensorBase& grad, const TensorBase& input,
+                            const TensorBase& weight, const Shape& input_shape,
+                            const Shape& weight_shape,
+                            const Window2dGeometry& window, bool with_bias,
+                            const char* op) {
+  CheckImages(grad, op);
+  CheckConvolution(input_shape, weight_shape, Shape{weight_shape[0]}, with_bias,
+                   window, op);
+  if (input.defined()) CheckSameKind(grad, input, "input", op);
+  if (weight.defined()) CheckSameKind(grad, weight, "weight", op);
+  return Shape{input_shape[0], weight_shape[0],
+               Window2dOutputSize(window, 0, input_shape[2]),
+               Window2dOutputSize(window, 1, input_shape[3])};
+}
+
 // EmptyGradients() allocates what Conv2dBackward() returns: the input's
 // gradient when `weight` is given, the weight's when `input` is, the bias's
 // when `with_bias`.
@@ -253,21 +272,14 @@ Conv2dGradients Conv2dBackward(const TensorBase& grad, const TensorBase& input,
                                const Shape& input_shape,
                                const Shape& weight_shape,
                                const Window2dGeometry& window, bool with_bias) {
-  CheckImages(grad, "conv2d backward");
-  CheckConvolution(input_shape, weight_shape, Shape{weight_shape[0]}, with_bias,
-                   window, "conv2d backward");
-  const Shape expected{input_shape[0], weight_shape[0],
-                       Window2dOutputSize(window, 0, input_shape[2]),
-                       Window2dOutputSize(window, 1, input_shape[3])};
+  const Shape expected =
+      CheckBackwardOperands(grad, input, weight, input_shape, weight_shape,
+                            window, with_bias, "conv2d backward");
   KINDLING_CHECK(grad.shape() == expected,
                  "conv2d backward: gradient %s, expected %s for input %s and "
                  "weight %s",
                  grad.shape().ToString(), expected.ToString(),
                  input_shape.ToString(), weight_shape.ToString());
-  if (input.defined()) CheckSameKind(grad, input, "input", "conv2d backward");
-  if (weight.defined()) {
-    CheckSameKind(grad, weight, "weight", "conv2d backward");
-  }
   const DType compute = ComputeDType(grad.dtype());
   const Device device = grad.device();
   Conv2dGradients grads = EmptyGradients(
@@ -328,12 +340,9 @@ Conv2dGradients Conv2dMaxPoolBackward(
     const TensorBase& weight, const Shape& input_shape,
     const Shape& weight_shape, const Window2dGeometry& conv,
     const Window2dGeometry& pool, bool with_bias) {
-  CheckImages(grad, "conv2d_max_pool backward");
-  CheckConvolution(input_shape, weight_shape, Shape{weight_shape[0]}, with_bias,
-                   conv, "conv2d_max_pool backward");
-  const Shape convolved{input_shape[0], weight_shape[0],
-                        Window2dOutputSize(conv, 0, input_shape[2]),
-                        Window2dOutputSize(conv, 1, input_shape[3])};
+  const Shape convolved =
+      CheckBackwardOperands(grad, input, weight, input_shape, weight_shape,
+                            conv, with_bias, "conv2d_max_pool backward");
   CheckDefined(argmax, "conv2d_max_pool backward");
   KINDLING_CHECK(argmax.dtype() == DType::kI64 &&
                      argmax.shape() == grad.shape() && argmax.is_contiguous() &&
@@ -342,12 +351,6 @@ Conv2dGradients Conv2dMaxPoolBackward(
                  "match the pooled convolution of input %s with weight %s",
                  grad.shape().ToString(), argmax.shape().ToString(),
                  input_shape.ToString(), weight_shape.ToString());
-  if (input.defined()) {
-    CheckSameKind(grad, input, "input", "conv2d_max_pool backward");
-  }
-  if (weight.defined()) {
-    CheckSameKind(grad, weight, "weight", "conv2d_max_pool backward");
-  }
   const DType compute = ComputeDType(grad.dtype());
   if (grad.numel() > 0 && (input.defined() || weight.defined())) {
     Conv2dGradients grads =

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kindling/backend/cpu/max_rule.h"
+
 namespace kindling::cpu {
 namespace {
 
@@ -27,11 +29,7 @@ struct Best {
 // Take() lets `value`, from plane cell `cell`, replace the best where it is
 // larger, or is the first NaN (MaxPool2d()'s rule).
 inline void Take(Best& best, __m256 value, int32_t cell) {
-  const __m256 larger = _mm256_cmp_ps(value, best.value, _CMP_GT_OQ);
-  const __m256 first_nan =
-      _mm256_andnot_ps(_mm256_cmp_ps(best.value, best.value, _CMP_UNORD_Q),
-                       _mm256_cmp_ps(value, value, _CMP_UNORD_Q));
-  const __m256 take = _mm256_or_ps(larger, first_nan);
+  const __m256 take = ReplacesMax(value, best.value);
   best.value = _mm256_blendv_ps(best.value, value, take);
   best.cell = _mm256_castps_si256(
       _mm256_blendv_ps(_mm256_castsi256_ps(best.cell),

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "kindling/backend/cpu/max_rule.h"
+
 namespace kindling::cpu {
 namespace {
 
@@ -22,11 +24,7 @@ struct Window {
 // Take() lets `value` replace the best where it is larger, or is the first
 // NaN (the general kernel's rule).
 inline void Take(Window& window, __m256 value, __m256i offset) {
-  const __m256 larger = _mm256_cmp_ps(value, window.best, _CMP_GT_OQ);
-  const __m256 first_nan =
-      _mm256_andnot_ps(_mm256_cmp_ps(window.best, window.best, _CMP_UNORD_Q),
-                       _mm256_cmp_ps(value, value, _CMP_UNORD_Q));
-  const __m256 take = _mm256_or_ps(larger, first_nan);
+  const __m256 take = ReplacesMax(value, window.best);
   window.best = _mm256_blendv_ps(window.best, value, take);
   window.offset = _mm256_castps_si256(_mm256_blendv_ps(
       _mm256_castsi256_ps(window.offset), _mm256_castsi256_ps(offset), take));
