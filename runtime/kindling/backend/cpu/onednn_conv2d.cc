@@ -128,8 +128,9 @@ class Port {
   const memory::desc& wanted() const { return wanted_; }
 
   // staged() is the port's own buffer in wanted(), for a caller that reads
-  // or writes that layout itself; empty where the port does not reorder.
+  // or writes that layout itself; empty unless reorders().
   const memory& staged() const { return staged_; }
+  bool reorders() const { return reorder_.has_value(); }
 
   // Finish() reorders an output into the user's buffer.
   void Finish(dnnl::stream& stream) {
@@ -198,7 +199,8 @@ struct ForwardPlan {
         dst(Port::Direction::kOut, Plain(args.dst, memory::format_tag::nchw),
             desc.dst_desc()),
         has_bias(args.has_bias),
-        dst_blocked16(desc.dst_desc() == Blocked16(args.dst)) {}
+        dst_blocked16(desc.dst_desc() == Blocked16(args.dst) &&
+                      dst.reorders()) {}
 
   dnnl::convolution_forward::primitive_desc desc;
   dnnl::convolution_forward conv;
@@ -520,7 +522,7 @@ Slabs<BackwardPlan> BackwardSlabs(const BackwardOperands& operands,
           }
           plan->diff_dst_blocked16 = true;
           for (const Port* port : plan->IncomingPorts()) {
-            if (port->wanted() != Blocked16(args->dst)) {
+            if (port->wanted() != Blocked16(args->dst) || !port->reorders()) {
               plan->diff_dst_blocked16 = false;
             }
           }
