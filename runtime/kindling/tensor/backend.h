@@ -53,6 +53,18 @@ struct Window2dGeometry {
   std::array<int64_t, 2> stride = {1, 1};
   std::array<int64_t, 2> padding = {0, 0};
   std::array<int64_t, 2> dilation = {1, 1};
+
+  // Span() is the dilated kernel's extent along `axis`:
+  // dilation (kernel - 1) + 1 cells.
+  int64_t Span(int axis) const {
+    return (kernel[axis] - 1) * dilation[axis] + 1;
+  }
+
+  // OutputSize() is OH (axis 0) or OW (axis 1) for an input side of
+  // `input`, by the formula above (unchecked: the front end checks).
+  int64_t OutputSize(int axis, int64_t input) const {
+    return (input + 2 * padding[axis] - Span(axis)) / stride[axis] + 1;
+  }
 };
 
 // PoolActivation: what Backend::MaxPool2d applies to each window's maximum.

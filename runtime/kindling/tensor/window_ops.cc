@@ -41,13 +41,13 @@ int64_t Window2dOutputSize(const Window2dGeometry& window, int axis,
                  "axis %d must be positive (padding >= 0)",
                  window.kernel[axis], window.stride[axis],
                  window.dilation[axis], window.padding[axis], axis);
-  const int64_t span = window.dilation[axis] * (window.kernel[axis] - 1) + 1;
+  const int64_t span = window.Span(axis);
   const int64_t padded = input + 2 * window.padding[axis];
   KINDLING_CHECK(padded >= span,
                  "window: kernel span %d does not fit the padded input %d "
                  "along axis %d",
                  span, padded, axis);
-  return (padded - span) / window.stride[axis] + 1;
+  return window.OutputSize(axis, input);
 }
 
 TensorBase Im2Col(const TensorBase& input, const Window2dGeometry& window,

@@ -307,13 +307,6 @@ void Conv2dBackwardTyped(const Conv2dGrads<T>& grads, const TensorBase& grad,
   partials.Sum();
 }
 
-// ConvolvedSide() is the convolution's output size along `axis` for an
-// input side of `in`.
-int64_t ConvolvedSide(const Window2dGeometry& conv, int axis, int64_t in) {
-  const int64_t reach = (conv.kernel[axis] - 1) * conv.dilation[axis] + 1;
-  return (in + 2 * conv.padding[axis] - reach) / conv.stride[axis] + 1;
-}
-
 // PooledDims() is the dims of the convolution of an input of `input_shape`
 // with a weight of `weight_shape` over `conv`, where the pooled kernels
 // below take it and its `pool`: an f32 patch small enough for
@@ -326,8 +319,8 @@ std::optional<ConvDims> PooledDims(DType dtype, const Shape& input_shape,
                                    const Window2dGeometry& conv,
                                    const Window2dGeometry& pool,
                                    int64_t min_windows) {
-  const int64_t out_h = ConvolvedSide(conv, 0, input_shape[2]);
-  const int64_t out_w = ConvolvedSide(conv, 1, input_shape[3]);
+  const int64_t out_h = conv.OutputSize(0, input_shape[2]);
+  const int64_t out_w = conv.OutputSize(1, input_shape[3]);
   const ConvDims d =
       DimsOf(input_shape, weight_shape,
              Shape{input_shape[0], weight_shape[0], out_h, out_w});

@@ -79,9 +79,9 @@ std::optional<ConvArgs> ArgsOf(const Shape& input, const Shape& weight,
                 {},
                 has_bias};
   for (int axis = 0; axis < 2; ++axis) {
-    const int64_t reach = (window.kernel[axis] - 1) * window.dilation[axis] + 1;
-    const int64_t pad_r = (out[2 + axis] - 1) * window.stride[axis] + reach -
-                          input[2 + axis] - window.padding[axis];
+    const int64_t pad_r = (out[2 + axis] - 1) * window.stride[axis] +
+                          window.Span(axis) - input[2 + axis] -
+                          window.padding[axis];
     if (pad_r < 0) return std::nullopt;
     args.strides.push_back(window.stride[axis]);
     args.dilates.push_back(window.dilation[axis] - 1);  // oneDNN's 0 is dense
@@ -600,14 +600,8 @@ void SumPartials(const Slabs<BackwardPlan>& slabs,
 // `input` with a weight of `weight` over `window`.
 Shape ConvolvedShape(const Shape& input, const Shape& weight,
                      const Window2dGeometry& window) {
-  Shape out{input[0], weight[0], 0, 0};
-  for (int axis = 0; axis < 2; ++axis) {
-    const int64_t reach = (window.kernel[axis] - 1) * window.dilation[axis] + 1;
-    out[2 + axis] = (input[2 + axis] + 2 * window.padding[axis] - reach) /
-                        window.stride[axis] +
-                    1;
-  }
-  return out;
+  return Shape{input[0], weight[0], window.OutputSize(0, input[2]),
+               window.OutputSize(1, input[3])};
 }
 
 // PlanesOf() is a slab's share of the convolution's output `out`.

@@ -236,9 +236,7 @@ void MaxPool2x2Backward(const TensorBase& input_grad, const TensorBase& grad,
 // takes at most one window's gradient.
 bool WindowsDisjoint(const Window2dGeometry& window) {
   for (int axis = 0; axis < 2; ++axis) {
-    const int64_t extent =
-        (window.kernel[axis] - 1) * window.dilation[axis] + 1;
-    if (window.stride[axis] < extent) return false;
+    if (window.stride[axis] < window.Span(axis)) return false;
   }
   return true;
 }
