@@ -2,12 +2,15 @@
 // (several OpenMP chunks), against scalar formulas computed here in f64: the
 // SGD and Adam update rules' fused kernels (optim/fused_update.h) and the
 // Backend's gradient-clipping kernels.
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kindling/backend/cpu/vector_math.h"
 #include "kindling/optim/fused_steps.h"
 #include "kindling/optim/fused_update.h"
 #include "kindling/tensor/backend.h"
@@ -77,6 +80,66 @@ TEST(OptimizerKernelsTest, AdamKernelMatchesTheFormulaEverywhere) {
     const double update = std::fabs(want_p - decayed);
     ASSERT_NEAR(want_p, p[i], 1e-6 * std::fabs(decayed) + 1e-3 * update + 1e-9)
         << i;
+  }
+}
+
+// Adam's kernel runs sixteen lanes wide where the CPU has AVX-512 and eight
+// wide otherwise (cpu_update.h's ForEachChunkWide): both widths give the
+// same bits, so a run's results do not depend on the vector width.
+TEST(OptimizerKernelsTest, AdamKernelGivesTheSameBitsAtEitherWidth) {
+  if (!kindling::cpu::HasAvx512()) {
+    GTEST_SKIP() << "this CPU (or KINDLING_MAX_CPU_ISA) has no AVX-512 path "
+                    "to compare with the eight-lane one";
+  }
+  const std::vector<float> param0 = Wave(kCount, 1.0f, 0.3f);
+  const std::vector<float> grad0 = Wave(kCount, 0.5f, 1.1f);
+  const std::vector<float> m0 = Wave(kCount, 0.1f, 2.0f);
+  std::vector<float> v0 = Wave(kCount, 0.01f, 0.7f);
+  for (float& v : v0) v = v * v;
+  for (const bool decoupled : {false, true}) {
+    for (const bool amsgrad : {false, true}) {
+      AdamStep scalars;
+      scalars.lr = 0.01;
+      scalars.eps = 1e-8;
+      scalars.weight_decay = 0.1;
+      scalars.decoupled_weight_decay = decoupled;
+      scalars.amsgrad = amsgrad;
+      scalars.step_size = 0.01 / (1 - std::pow(0.9, 3));
+      scalars.bias_correction2_sqrt = std::sqrt(1 - std::pow(0.999, 3));
+      // Run() is one step at the width the CPU offers; the state it leaves,
+      // parameter first.
+      const auto run = [&] {
+        std::vector<Tensor<1>> tensors;
+        for (const std::vector<float>& values : {param0, grad0, m0, v0, v0}) {
+          tensors.push_back(Tensor<1>::FromData(values, {kCount}));
+        }
+        const TensorBase state[] = {tensors[2].base(), tensors[3].base(),
+                                    tensors[4].base()};
+        EXPECT_TRUE(FusedUpdates<AdamStep>::Run(
+            scalars, tensors[0].base(), tensors[1].base(),
+            std::span<const TensorBase>(state, amsgrad ? 3 : 2)));
+        std::vector<std::vector<float>> values;
+        for (const int i : {0, 2, 3, 4}) {
+          values.push_back(tensors[i].to_data<float>());
+        }
+        return values;
+      };
+      const std::vector<std::vector<float>> wide = run();
+      std::vector<std::vector<float>> narrow;
+      {
+        const kindling::cpu::ScopedEightLanesForTesting eight_lanes;
+        narrow = run();
+      }
+      for (size_t t = 0; t < wide.size(); ++t) {
+        for (int64_t i = 0; i < kCount; ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(narrow[t][i]),
+                    std::bit_cast<uint32_t>(wide[t][i]))
+              << "state " << t << " element " << i
+              << (decoupled ? " AdamW" : " Adam")
+              << (amsgrad ? " amsgrad" : "");
+        }
+      }
+    }
   }
 }
 

@@ -47,6 +47,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
@@ -465,14 +466,36 @@ inline __m256 GeluSlope8(__m256 x) {
 // environment does not cap Kindling at AVX2 (KINDLING_MAX_CPU_ISA=AVX2, as
 // oneDNN's ONEDNN_MAX_CPU_ISA does): the cap runs the eight-lane paths a
 // CPU without AVX-512 takes, so that tests cover them on any machine.
+namespace internal {
+// Set while a ScopedEightLanesForTesting lives.
+inline std::atomic<bool> eight_lanes_for_testing{false};
+}  // namespace internal
+
 inline bool HasAvx512() {
   static const bool has = [] {
     const char* cap = std::getenv("KINDLING_MAX_CPU_ISA");
     if (cap != nullptr && std::string_view(cap) == "AVX2") return false;
     return __builtin_cpu_supports("avx512f") != 0;
   }();
-  return has;
+  return has &&
+         !internal::eight_lanes_for_testing.load(std::memory_order_relaxed);
 }
+
+// ScopedEightLanesForTesting makes HasAvx512() false while it lives, so that
+// a test compares the eight- and sixteen-lane paths in one process (CI's
+// KINDLING_MAX_CPU_ISA=AVX2 run covers the eight-lane paths alone).
+class ScopedEightLanesForTesting {
+ public:
+  ScopedEightLanesForTesting() {
+    internal::eight_lanes_for_testing.store(true, std::memory_order_relaxed);
+  }
+  ~ScopedEightLanesForTesting() {
+    internal::eight_lanes_for_testing.store(false, std::memory_order_relaxed);
+  }
+  ScopedEightLanesForTesting(const ScopedEightLanesForTesting&) = delete;
+  ScopedEightLanesForTesting& operator=(const ScopedEightLanesForTesting&) =
+      delete;
+};
 
 // FirstLanes16() is the mask of the first `count` of sixteen lanes: none
 // for count <= 0, all for count >= 16 (a row's chunk j of sixteen is

@@ -1,5 +1,7 @@
 // Adam's and AdamW's fused CPU kernel: update_math::Adam in one pass over
-// param, grad and the moments; f32, f64, and f16/bf16 computed in f32.
+// param, grad and the moments; f32, f64, and f16/bf16 computed in f32;
+// sixteen lanes wide where the CPU has AVX-512 (ForEachChunkWide), with the
+// same bits as eight.
 #include <cstdint>
 #include <span>
 
@@ -14,10 +16,10 @@ namespace kindling::optim_cpu {
 namespace {
 
 template <class T, bool kL2Decay, bool kDecoupledDecay, bool kAmsgrad>
-void AdamRange(const update_math::AdamConstants<ComputeType<T>>& s,
-               T* __restrict param, const T* __restrict grad,
-               T* __restrict exp_avg, T* __restrict exp_avg_sq,
-               T* __restrict max_exp_avg_sq, int64_t begin, int64_t end) {
+[[gnu::always_inline]] inline void AdamRange(
+    const update_math::AdamConstants<ComputeType<T>>& s, T* __restrict param,
+    const T* __restrict grad, T* __restrict exp_avg, T* __restrict exp_avg_sq,
+    T* __restrict max_exp_avg_sq, int64_t begin, int64_t end) {
   using C = ComputeType<T>;
   for (int64_t i = begin; i < end; ++i) {
     C m = Load(exp_avg[i]);
@@ -46,9 +48,9 @@ bool AdamCpu(const AdamStep& step, const TensorBase& param,
         decay && !step.decoupled_weight_decay,
         decay && step.decoupled_weight_decay, step.amsgrad,
         [&]<bool kL2Decay, bool kDecoupledDecay, bool kAmsgrad>() {
-          ForEachChunk(
+          ForEachChunkWide(
               param.numel(),
-              [&](int64_t begin, int64_t end) {
+              [&](int64_t begin, int64_t end) [[gnu::always_inline]] {
                 AdamRange<T, kL2Decay, kDecoupledDecay, kAmsgrad>(
                     s, p, g, m, v, max_v, begin, end);
               },

@@ -9,6 +9,7 @@
 
 #include "kindling/backend/cpu/element.h"
 #include "kindling/backend/cpu/parallel.h"
+#include "kindling/backend/cpu/vector_math.h"
 #include "kindling/tensor/tensor_base.h"
 
 namespace kindling::optim_cpu {
@@ -62,6 +63,39 @@ template <class Range>
 void ForEachChunk(int64_t count, const Range& range,
                   int64_t grain = cpu::kElementGrain) {
   cpu::ParallelFor(count, grain, range);
+}
+
+// RunSixteenLanes() is range(begin, end) compiled for AVX-512: `range` must
+// be always_inline, with every function it calls inline, so that its loop is
+// vectorized here, sixteen floats per instruction (REQUIRES:
+// cpu::HasAvx512()).
+template <class Range>
+[[gnu::target("avx512f,prefer-vector-width=512")]] void RunSixteenLanes(
+    const Range& range, int64_t begin, int64_t end) {
+  range(begin, end);
+}
+
+// ForEachChunkWide() is ForEachChunk() with each chunk's loop built for
+// sixteen lanes where the CPU has AVX-512, for rules bound by their
+// divisions and square roots rather than their bytes. Correctly rounded
+// operations in the same order give the same bits at either width.
+//
+// Adam's step over the MLP example's weights (335 K elements, both
+// threads) took 0.62x the time of the eight-lane loop on the AVX-512 Zen 5
+// host (17 ms against 27.5 ms for 469 steps in a loop; 22 ms against 33 ms
+// an epoch inside benches/train_bench's MLP epoch, timed around each step).
+template <class Range>
+void ForEachChunkWide(int64_t count, const Range& range, int64_t grain) {
+  if (cpu::HasAvx512()) {
+    ForEachChunk(
+        count,
+        [&range](int64_t begin, int64_t end) {
+          RunSixteenLanes(range, begin, end);
+        },
+        grain);
+  } else {
+    ForEachChunk(count, range, grain);
+  }
 }
 
 }  // namespace kindling::optim_cpu
