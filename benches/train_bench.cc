@@ -41,6 +41,10 @@
 // Counters: kindling_slowdown and <peer>_slowdown (loaded / quiet epoch),
 // and slowdown_vs_<peer> = Kindling's / the peer's (<= 1: Kindling degrades
 // no worse than PyTorch).
+// BM_MlpEpochProducts runs only the matrix products of the MLP's epoch (every
+// batch's forward, input-gradient and weight-gradient products at their
+// shapes): its ratio_vs_flop_limit is the floor BM_TrainEpochMlp's stands on
+// when everything but the products is free.
 // KINDLING_TRAIN_BENCH_SAMPLES=N trains on the first N samples of the epoch's
 // order instead of all 60000 (the smoke test). KINDLING_TRAIN_BENCH_NO_PEER=1
 // skips the peers (no ratio): for profiling Kindling's epoch alone,
@@ -77,6 +81,7 @@
 #include "kindling/module/initializer.h"
 #include "kindling/optim/optimizer.h"
 #include "kindling/tensor/device_memory.h"
+#include "kindling/tensor/grad_mode.h"
 #include "kindling/tensor/tensor.h"
 #include "kindling/train/classifier.h"
 #include "kindling/train/threads.h"
@@ -494,6 +499,88 @@ BENCHMARK(BM_TrainEpochMlp)
     ->UseManualTime()
     ->Unit(benchmark::kSecond);
 BENCHMARK(BM_TrainEpochCnn)
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kSecond);
+
+// MlpProducts: one step's matrix products of the MLP's Linear layers at
+// `rows` rows, on inputs and output gradients of the right shapes (values
+// do not change a product's time).
+class MlpProducts {
+ public:
+  explicit MlpProducts(int64_t rows) {
+    const examples::Mlp model = examples::MlpConfig{}.Init();
+    Add(model.fc1, rows, /*input_gradient=*/false);
+    for (const kindling::nn::Linear& layer : model.hidden) {
+      Add(layer, rows, true);
+    }
+    Add(model.fc2, rows, true);
+  }
+
+  // Run(): the forward product of every layer, then, last layer first, its
+  // weight's gradient and (all but the first layer) its input's, as
+  // Backward() issues them; the results are dropped.
+  void Run() const {
+    for (const Layer& layer : layers_) {
+      benchmark::DoNotOptimize(matmul(layer.input, layer.weight));
+    }
+    for (auto layer = layers_.rbegin(); layer != layers_.rend(); ++layer) {
+      benchmark::DoNotOptimize(matmul(layer->input.t(), layer->output_grad));
+      if (layer->input_gradient) {
+        benchmark::DoNotOptimize(matmul(layer->output_grad, layer->weight.t()));
+      }
+    }
+  }
+
+ private:
+  struct Layer {
+    Tensor<2> input;        // [rows, d_input]
+    Tensor<2> weight;       // [d_input, d_output]
+    Tensor<2> output_grad;  // [rows, d_output]
+    bool input_gradient;
+  };
+
+  void Add(const kindling::nn::Linear& linear, int64_t rows,
+           bool input_gradient) {
+    const Tensor<2>& weight = *linear.weight;
+    const kindling::Shape shape = weight.shape();
+    layers_.push_back({Tensor<2>::Full({rows, shape[0]}, 0.5), weight,
+                       Tensor<2>::Full({rows, shape[1]}, 0.25),
+                       input_gradient});
+  }
+
+  std::vector<Layer> layers_;
+};
+
+// The MLP epoch's matrix products alone, through the same matmul as its
+// training step (oneDNN or OpenBLAS slabs on Kindling's pool), for every
+// batch of the epoch, and nothing else: no bias, activation, layer norm,
+// loss, optimizer step, data or autodiff graph. Its ratio_vs_flop_limit is
+// the least BM_TrainEpochMlp's could be with every other pass free.
+void BM_MlpEpochProducts(benchmark::State& state) {
+  const int64_t samples = Data().dataset.size();
+  const int64_t full_batches = samples / kBatch;
+  const MlpProducts full(kBatch);
+  const std::optional<MlpProducts> last =
+      samples % kBatch == 0 ? std::nullopt
+                            : std::optional<MlpProducts>(samples % kBatch);
+  kindling::NoGradGuard no_grad;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t batch = 0; batch < full_batches; ++batch) full.Run();
+    if (last.has_value()) last->Run();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    state.SetIterationTime(seconds);
+    state.counters["products_epoch_s"] = seconds;
+    kindling::bench::ReportFlopLimit(
+        state,
+        examples::TrainingFlops(examples::MlpConfig{}.Init(), samples).total(),
+        seconds, kindling::bench::BestGemmRate());
+  }
+}
+BENCHMARK(BM_MlpEpochProducts)
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kSecond);
