@@ -293,5 +293,78 @@ TEST(MaxPoolKernelTest, TiesGoToTheFirstCell) {
   EXPECT_EQ(std::vector<double>{0}, ToDoubles(pooled.argmax));
 }
 
+// --- Window codes: the pooled convolution's compact argmax -----------------
+
+TensorBase Codes(const std::vector<uint8_t>& codes, const Shape& shape) {
+  return TensorBase::FromHost(codes.data(), shape, DType::kU8, Device::Cpu());
+}
+
+TEST(WindowCodesTest, TurnIntoTheCellsOfTheirWindows) {
+  // 2x2 windows at stride 2 over a 4 x 4 plane: 0 1 / 2 3 within each.
+  const Window2dGeometry pool{{2, 2}, {2, 2}, {0, 0}, {1, 1}};
+  EXPECT_EQ((std::vector<double>{0, 3, 12, -1}),
+            ToDoubles(ops::WindowCodesToCells(
+                Codes({0, 1, 2, kNoWindowCell}, {1, 1, 2, 2}),
+                Shape{1, 1, 4, 4}, pool)));
+  // 3x3 windows, stride 2, padding 1, dilation 1 over 5 x 5: code 4 is a
+  // window's centre, code 0 its top-left cell (in the padding for window
+  // (0, 0), inside it for window (1, 1)).
+  const Window2dGeometry padded{{3, 3}, {2, 2}, {1, 1}, {1, 1}};
+  std::vector<uint8_t> codes(9, 4);
+  codes[4] = 0;
+  const std::vector<double> cells = ToDoubles(ops::WindowCodesToCells(
+      Codes(codes, {1, 1, 3, 3}), Shape{1, 1, 5, 5}, padded));
+  EXPECT_EQ((std::vector<double>{0, 2, 4, 10, 6, 14, 20, 22, 24}), cells);
+}
+
+TEST(WindowCodesDeathTest, ACodeOutsideThePlaneAborts) {
+  const Window2dGeometry padded{{3, 3}, {2, 2}, {1, 1}, {1, 1}};
+  std::vector<uint8_t> codes(9, 4);
+  codes[0] = 0;  // window (0, 0)'s top-left cell is padding
+  EXPECT_DEATH(ops::WindowCodesToCells(Codes(codes, {1, 1, 3, 3}),
+                                       Shape{1, 1, 5, 5}, padded),
+               "outside");
+  EXPECT_DEATH(ops::WindowCodesToCells(Codes(codes, {1, 1, 2, 3}),
+                                       Shape{1, 1, 5, 5}, padded),
+               "are not the codes of a pool");
+}
+
+// Where the CPU pools the first layer's convolution as it computes it but
+// declines the backward (rows of fewer than eight windows), the window
+// codes are turned into cells for the two ops' backward: the same
+// gradients, bit for bit, as the two ops all the way.
+TEST(WindowCodesTest, BackwardThroughCellsWhereTheFusedBackwardDeclines) {
+  PhiloxGenerator generator(7);
+  const TensorBase input = ops::RandomNormal(Shape{2, 1, 14, 14}, DType::kF32,
+                                             Device::Cpu(), generator, 0, 1);
+  const TensorBase weight = ops::RandomNormal(Shape{8, 1, 3, 3}, DType::kF32,
+                                              Device::Cpu(), generator, 0, 1);
+  const TensorBase bias =
+      ops::RandomNormal(Shape{8}, DType::kF32, Device::Cpu(), generator, 0, 1);
+  const Window2dGeometry conv{{3, 3}, {1, 1}, {1, 1}, {1, 1}};
+  const Window2dGeometry pool{{2, 2}, {2, 2}, {0, 0}, {1, 1}};
+  const ops::MaxPool2dResult fused = ops::Conv2dMaxPool(
+      input, weight, bias, conv, pool, true, PoolActivation::kRelu);
+  ASSERT_EQ(DType::kU8, fused.argmax.dtype()) << "the forward was not fused";
+  const ops::MaxPool2dResult composed =
+      ops::MaxPool2d(ops::Conv2d(input, weight, bias, conv), pool, true,
+                     PoolActivation::kRelu);
+  EXPECT_EQ(ToDoubles(composed.output), ToDoubles(fused.output));
+  const Shape convolved{2, 8, 14, 14};
+  EXPECT_EQ(ToDoubles(composed.argmax),
+            ToDoubles(ops::WindowCodesToCells(fused.argmax, convolved, pool)));
+  const TensorBase grad = ops::RandomNormal(Shape{2, 8, 7, 7}, DType::kF32,
+                                            Device::Cpu(), generator, 0, 1);
+  // A first layer's: the weight's and the bias's gradients only.
+  const ops::Conv2dGradients ours = ops::Conv2dMaxPoolBackward(
+      grad, fused.argmax, input, TensorBase(), input.shape(), weight.shape(),
+      conv, pool, true);
+  const ops::Conv2dGradients want = ops::Conv2dBackward(
+      ops::MaxPool2dBackward(grad, composed.argmax, convolved, pool), input,
+      TensorBase(), input.shape(), weight.shape(), conv, true);
+  EXPECT_EQ(ToDoubles(want.weight), ToDoubles(ours.weight));
+  EXPECT_EQ(ToDoubles(want.bias), ToDoubles(ours.bias));
+}
+
 }  // namespace
 }  // namespace kindling

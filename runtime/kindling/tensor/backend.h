@@ -76,6 +76,14 @@ struct Window2dGeometry {
 //          MaxPool2dBackward through that argmax is the two ops' gradient.
 enum class PoolActivation { kNone, kRelu };
 
+// Window codes: the compact argmax of a pooled convolution
+// (Backend::Conv2dMaxPool): per window, as a u8, the position of its
+// maximum within the window, row-major (i * kernel_w + j: 0 1 / 2 3 for a
+// 2x2 window), or kNoWindowCell where the window passes no gradient (the
+// argmax's -1). One byte a window instead of MaxPool2d's eight-byte input
+// cell; ops::WindowCodesToCells() turns them into that cell argmax.
+inline constexpr uint8_t kNoWindowCell = 255;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -286,12 +294,13 @@ class Backend {
                               const Window2dGeometry& window) = 0;
 
   // Conv2dMaxPool(): MaxPool2d(Conv2d(input, weight, bias, conv), pool,
-  // activation) into `out` and `argmax` (as MaxPool2d() writes them; argmax
-  // indexes the convolution's output plane, and may be undefined), without
-  // writing the convolution's output in between: a backend may pool it
-  // where it is computed, in its own layout. Returns false, having written
-  // nothing, where it has no such kernel for these operands; the caller then
-  // runs Conv2d() and MaxPool2d(). Operands as Conv2d()'s.
+  // activation) into `out` (as MaxPool2d() writes it) and `argmax`, u8
+  // window codes (kNoWindowCell where MaxPool2d()'s argmax is -1; may be
+  // undefined), without writing the convolution's output in between: a
+  // backend may pool it where it is computed, in its own layout. Returns
+  // false, having written nothing, where it has no such kernel for these
+  // operands; the caller then runs Conv2d() and MaxPool2d(). Operands as
+  // Conv2d()'s.
   virtual bool Conv2dMaxPool(const TensorBase& out, const TensorBase& argmax,
                              const TensorBase& input, const TensorBase& weight,
                              const TensorBase& bias,
@@ -304,8 +313,10 @@ class Backend {
   // Conv2dMaxPoolBackward(): Conv2dBackward() for the convolution's output
   // gradient MaxPool2dBackward(pooled_grad, argmax, pool), without writing
   // that gradient out in [N, O, OH, OW]. `pooled_grad` and `argmax`
-  // [N, O, PH, PW] are contiguous; the rest as Conv2dBackward()'s. Returns
-  // false, having written nothing, where the backend has no such kernel.
+  // [N, O, PH, PW] are contiguous, the argmax as Conv2dMaxPool() wrote it
+  // (u8 window codes) or MaxPool2d()'s i64 cells; the rest as
+  // Conv2dBackward()'s. Returns false, having written nothing, where the
+  // backend has no such kernel (for this kind of argmax).
   virtual bool Conv2dMaxPoolBackward(
       const TensorBase& input_grad, const TensorBase& weight_grad,
       const TensorBase& bias_grad, const TensorBase& pooled_grad,

@@ -320,7 +320,7 @@ MaxPool2dResult Conv2dMaxPool(const TensorBase& input, const TensorBase& weight,
   MaxPool2dResult result;
   result.output = TensorBase::Empty(pooled, compute, input.device());
   if (with_argmax) {
-    result.argmax = TensorBase::Empty(pooled, DType::kI64, input.device());
+    result.argmax = TensorBase::Empty(pooled, DType::kU8, input.device());
   }
   if (result.output.numel() > 0 &&
       GetBackend(input.device())
@@ -344,13 +344,14 @@ Conv2dGradients Conv2dMaxPoolBackward(
       CheckBackwardOperands(grad, input, weight, input_shape, weight_shape,
                             conv, with_bias, "conv2d_max_pool backward");
   CheckDefined(argmax, "conv2d_max_pool backward");
-  KINDLING_CHECK(argmax.dtype() == DType::kI64 &&
-                     argmax.shape() == grad.shape() && argmax.is_contiguous() &&
-                     OutputShape(convolved, pool) == grad.shape(),
-                 "conv2d_max_pool backward: gradient %s and argmax %s do not "
-                 "match the pooled convolution of input %s with weight %s",
-                 grad.shape().ToString(), argmax.shape().ToString(),
-                 input_shape.ToString(), weight_shape.ToString());
+  KINDLING_CHECK(
+      (argmax.dtype() == DType::kU8 || argmax.dtype() == DType::kI64) &&
+          argmax.shape() == grad.shape() && argmax.is_contiguous() &&
+          OutputShape(convolved, pool) == grad.shape(),
+      "conv2d_max_pool backward: gradient %s and argmax %s do not "
+      "match the pooled convolution of input %s with weight %s",
+      grad.shape().ToString(), argmax.shape().ToString(),
+      input_shape.ToString(), weight_shape.ToString());
   const DType compute = ComputeDType(grad.dtype());
   if (grad.numel() > 0 && (input.defined() || weight.defined())) {
     Conv2dGradients grads =
@@ -365,8 +366,50 @@ Conv2dGradients Conv2dMaxPoolBackward(
       return InDType(std::move(grads), grad.dtype());
     }
   }
-  return Conv2dBackward(MaxPool2dBackward(grad, argmax, convolved, pool), input,
+  const TensorBase cells = argmax.dtype() == DType::kU8
+                               ? WindowCodesToCells(argmax, convolved, pool)
+                               : argmax;
+  return Conv2dBackward(MaxPool2dBackward(grad, cells, convolved, pool), input,
                         weight, input_shape, weight_shape, conv, with_bias);
+}
+
+TensorBase WindowCodesToCells(const TensorBase& codes, const Shape& input_shape,
+                              const Window2dGeometry& window) {
+  CheckDefined(codes, "window codes");
+  KINDLING_CHECK(codes.dtype() == DType::kU8 && input_shape.rank() == 4 &&
+                     codes.shape() == OutputShape(input_shape, window),
+                 "window codes: %s %s are not the codes of a pool over %s",
+                 std::string(DTypeName(codes.dtype())),
+                 codes.shape().ToString(), input_shape.ToString());
+  // Codes come from a CPU kernel; read and convert them on the host.
+  const TensorBase host = codes.ToDevice(Device::Cpu()).Contiguous();
+  TensorBase cells =
+      TensorBase::Empty(codes.shape(), DType::kI64, Device::Cpu());
+  const uint8_t* code = host.data_as<const uint8_t>();
+  int64_t* cell = cells.data_as<int64_t>();
+  const int64_t height = input_shape[2], width = input_shape[3];
+  const int64_t out_h = codes.shape()[2], out_w = codes.shape()[3];
+  const int64_t planes = codes.shape()[0] * codes.shape()[1];
+  for (int64_t i = 0; i < planes * out_h * out_w; ++i) {
+    if (code[i] == kNoWindowCell) {
+      cell[i] = -1;
+      continue;
+    }
+    const int64_t oh = i / out_w % out_h, ow = i % out_w;
+    const int64_t row = code[i] / window.kernel[1];
+    const int64_t column = code[i] % window.kernel[1];
+    const int64_t h =
+        oh * window.stride[0] - window.padding[0] + row * window.dilation[0];
+    const int64_t w =
+        ow * window.stride[1] - window.padding[1] + column * window.dilation[1];
+    KINDLING_CHECK(
+        row < window.kernel[0] && h >= 0 && h < height && w >= 0 && w < width,
+        "window codes: code %d of window (%d, %d) lies outside "
+        "its %s plane",
+        code[i], oh, ow, input_shape.ToString());
+    cell[i] = h * width + w;
+  }
+  return cells.ToDevice(codes.device());
 }
 
 }  // namespace kindling::ops

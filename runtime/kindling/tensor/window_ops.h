@@ -92,19 +92,28 @@ Conv2dGradients Conv2dBackward(const TensorBase& grad, const TensorBase& input,
                                const Window2dGeometry& window, bool with_bias);
 
 // Conv2dMaxPool(): MaxPool2d(Conv2d(input, weight, bias, conv), pool,
-// with_argmax, activation), the argmax indexing the convolution's output
-// plane. Where the backend pools the convolution's output as it computes it
-// (Backend::Conv2dMaxPool) that output is never written out; elsewhere the
-// two ops run one after the other. Aborts as Conv2d() does.
+// with_argmax, activation). Where the backend pools the convolution's
+// output as it computes it (Backend::Conv2dMaxPool) that output is never
+// written out, and the argmax is window codes (u8, backend.h: one byte a
+// window); elsewhere the two ops run one after the other, and the argmax is
+// MaxPool2d()'s i64 cell of the convolution's output plane. Either is what
+// Conv2dMaxPoolBackward() takes. Aborts as Conv2d() does.
 MaxPool2dResult Conv2dMaxPool(const TensorBase& input, const TensorBase& weight,
                               const TensorBase& bias,
                               const Window2dGeometry& conv,
                               const Window2dGeometry& pool, bool with_argmax,
                               PoolActivation activation);
 
+// WindowCodesToCells(): window codes (u8, backend.h) of a pool over planes
+// of `input_shape` [N, C, H, W] as MaxPool2d()'s argmax: the i64 cell
+// h * W + w of each window's maximum, or -1 for kNoWindowCell. Aborts on
+// shapes that do not match or on a code outside its window.
+TensorBase WindowCodesToCells(const TensorBase& codes, const Shape& input_shape,
+                              const Window2dGeometry& window);
+
 // Conv2dMaxPoolBackward(): the gradients of Conv2dMaxPool() for its pooled
-// output's gradient `grad` [N, O, PH, PW] and its `argmax`: those of
-// Conv2dBackward() for the gradient MaxPool2dBackward() routes to the
+// output's gradient `grad` [N, O, PH, PW] and its `argmax` (either kind): those
+// of Conv2dBackward() for the gradient MaxPool2dBackward() routes to the
 // convolution's output, which a fusing backend never writes out. Operands
 // as Conv2dBackward()'s.
 Conv2dGradients Conv2dMaxPoolBackward(

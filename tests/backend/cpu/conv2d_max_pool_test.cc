@@ -7,7 +7,8 @@
 //   Conv2dKernel then MaxPool2dKernel, and MaxPool2dBackwardKernel then
 //   Conv2dBackwardKernel.
 // The same convolution kernels compute the values either way, so the results
-// must agree bit for bit: values, argmax and every gradient. Covered: ties (a
+// must agree bit for bit: values, argmax (the fused kernels' window codes
+// turned into cells) and every gradient. Covered: ties (a
 // zero weight makes every window's cells equal), NaN, ReLU's dropped windows
 // and -0 gradients, every backward combination, batches that split unevenly
 // over the slabs (and one sample, whose GEMMs are split instead), and the
@@ -28,6 +29,7 @@
 #include "kindling/backend/cpu/onednn_conv2d.h"
 #include "kindling/backend/cpu/parallel.h"
 #include "kindling/tensor/tensor.h"
+#include "kindling/tensor/window_ops.h"
 
 namespace kindling::cpu {
 namespace {
@@ -157,10 +159,38 @@ struct Operands {
   TensorBase input, weight, bias, grad;
 };
 
-// Composed: the two ops one after the other.
+// Composed: the two ops one after the other; `codes` is their argmax as
+// window codes, what the fused backward takes.
 struct Composed {
-  TensorBase convolved, out, argmax;
+  TensorBase convolved, out, argmax, codes;
 };
+
+// CellsToCodes() is a 2x2 / stride-2 pool's i64 argmax over planes
+// `convolved` as window codes (backend.h).
+TensorBase CellsToCodes(const TensorBase& argmax, const Shape& convolved) {
+  const std::vector<int64_t> cells = Values<int64_t>(argmax);
+  const int64_t width = convolved[3], out_h = convolved[2] / 2;
+  const int64_t out_w = convolved[3] / 2;
+  std::vector<uint8_t> codes(cells.size());
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (cells[i] < 0) {
+      codes[i] = kNoWindowCell;
+      continue;
+    }
+    const int64_t oh = i / out_w % out_h, ow = i % out_w;
+    const int64_t h = cells[i] / width;
+    const int64_t w = cells[i] % width;
+    codes[i] = static_cast<uint8_t>((h - 2 * oh) * 2 + (w - 2 * ow));
+  }
+  return TensorBase::FromHost(codes.data(), argmax.shape(), DType::kU8,
+                              Device::Cpu());
+}
+
+// CodesAsCells() is the fused kernels' window codes as MaxPool2d()'s cells.
+std::vector<int64_t> CodesAsCells(const TensorBase& codes,
+                                  const Shape& convolved) {
+  return Values<int64_t>(ops::WindowCodesToCells(codes, convolved, kPool));
+}
 
 Composed ComposedForward(const PoolCase& c, const Operands& o,
                          PoolActivation activation) {
@@ -171,6 +201,7 @@ Composed ComposedForward(const PoolCase& c, const Operands& o,
   }
   MaxPool2dKernel(result.out, result.argmax, result.convolved, kPool,
                   activation);
+  result.codes = CellsToCodes(result.argmax, o.convolved);
   return result;
 }
 
@@ -186,7 +217,7 @@ TEST_P(OneDnnConv2dMaxPoolTest, ForwardMatchesConvolutionThenPool) {
     for (bool with_argmax : {true, false}) {
       const TensorBase out = Empty(o.pooled);
       const TensorBase argmax =
-          with_argmax ? Empty(o.pooled, DType::kI64) : TensorBase();
+          with_argmax ? Empty(o.pooled, DType::kU8) : TensorBase();
       const bool taken = OneDnnConv2dMaxPool(out, argmax, o.input, o.weight,
                                              o.bias, c.conv, kPool, activation);
       if (OneDnnBlocksBy16()) {
@@ -198,7 +229,8 @@ TEST_P(OneDnnConv2dMaxPoolTest, ForwardMatchesConvolutionThenPool) {
       if (!taken) continue;
       ExpectSameBits(out, expected.out, "pooled values");
       if (with_argmax) {
-        EXPECT_EQ(Values<int64_t>(argmax), Values<int64_t>(expected.argmax));
+        EXPECT_EQ(CodesAsCells(argmax, o.convolved),
+                  Values<int64_t>(expected.argmax));
       }
     }
   }
@@ -224,7 +256,7 @@ TEST_P(OneDnnConv2dMaxPoolTest, EveryBackwardCombinationMatches) {
     };
     const std::vector<TensorBase> ours = grads(), expected = grads();
     const bool taken = OneDnnConv2dMaxPoolBackward(
-        ours[0], ours[1], ours[2], o.grad, forward.argmax, o.input, o.weight,
+        ours[0], ours[1], ours[2], o.grad, forward.codes, o.input, o.weight,
         c.conv, kPool);
     if (OneDnnBlocksBy16()) {
       EXPECT_EQ(taken, c.fused && c.batch >= MaxThreads());
@@ -282,14 +314,15 @@ TEST_P(Conv2dMaxPoolKernelTest, ForwardMatchesConvolutionThenPool) {
     for (bool with_argmax : {true, false}) {
       const TensorBase out = Empty(o.pooled);
       const TensorBase argmax =
-          with_argmax ? Empty(o.pooled, DType::kI64) : TensorBase();
+          with_argmax ? Empty(o.pooled, DType::kU8) : TensorBase();
       ASSERT_EQ(c.fused,
                 Conv2dMaxPoolKernel(out, argmax, o.input, o.weight, o.bias,
                                     c.conv, kPool, activation));
       if (!c.fused) continue;
       ExpectSameBits(out, expected.out, "pooled values");
       if (with_argmax) {
-        EXPECT_EQ(Values<int64_t>(argmax), Values<int64_t>(expected.argmax));
+        EXPECT_EQ(CodesAsCells(argmax, o.convolved),
+                  Values<int64_t>(expected.argmax));
       }
     }
   }
@@ -305,11 +338,11 @@ TEST_P(Conv2dMaxPoolKernelTest, ParameterGradientsMatch) {
   const TensorBase weight_grad = Empty(o.weight_shape);
   // The input's gradient (not a first layer's) is declined.
   EXPECT_FALSE(Conv2dMaxPoolBackwardKernel(Empty(o.input_shape), weight_grad,
-                                           bias_grad, o.grad, forward.argmax,
+                                           bias_grad, o.grad, forward.codes,
                                            o.input, o.weight, c.conv, kPool));
   ASSERT_EQ(c.fused, Conv2dMaxPoolBackwardKernel(
                          TensorBase(), weight_grad, bias_grad, o.grad,
-                         forward.argmax, o.input, o.weight, c.conv, kPool));
+                         forward.codes, o.input, o.weight, c.conv, kPool));
   if (!c.fused) return;
   const TensorBase expected_weight = Empty(o.weight_shape);
   const TensorBase expected_bias =
@@ -336,7 +369,7 @@ TEST(Conv2dMaxPoolKernelTest, BackwardDeclinesRowsOfFewerThanEightWindows) {
                                   PoolActivation::kRelu));
   EXPECT_FALSE(Conv2dMaxPoolBackwardKernel(
       TensorBase(), Empty(o.weight_shape), Empty({c.out_channels}), o.grad,
-      forward.argmax, o.input, o.weight, c.conv, kPool));
+      forward.codes, o.input, o.weight, c.conv, kPool));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Conv2dMaxPoolKernelTest,
@@ -379,11 +412,11 @@ TEST(BlockedMaxPoolTest, MatchesMaxPool2dKernelOnNcbwValues) {
     MaxPool2dKernel(expected, expected_argmax, FromFloats(plain, shape), kPool,
                     activation);
     std::vector<float> out(pooled.num_elements());
-    std::vector<int64_t> argmax(pooled.num_elements());
+    std::vector<uint8_t> codes(pooled.num_elements());
     MaxPoolBlocked16(blocked.data(), planes, activation, out.data(),
-                     argmax.data());
+                     codes.data());
     ExpectSameBits(FromFloats(out, pooled), expected, "values");
-    EXPECT_EQ(argmax, Values<int64_t>(expected_argmax));
+    EXPECT_EQ(codes, Values<uint8_t>(CellsToCodes(expected_argmax, shape)));
 
     // The backward through that argmax, -0 gradients included.
     std::vector<float> grad = RandomFloats(pooled.num_elements(), 8);
@@ -392,19 +425,19 @@ TEST(BlockedMaxPoolTest, MatchesMaxPool2dKernelOnNcbwValues) {
     MaxPool2dBackwardKernel(expected_grad, FromFloats(grad, pooled),
                             expected_argmax, kPool);
     std::vector<float> routed(shape.num_elements(), 123.0f);
-    UnpoolBlocked16(grad.data(), argmax.data(), planes, routed.data());
+    UnpoolBlocked16(grad.data(), codes.data(), planes, routed.data());
     EXPECT_EQ(routed, ToBlocked(Values<float>(expected_grad), planes));
   }
 }
 
-TEST(BlockedMaxPoolTest, AnArgmaxOutsideItsWindowRoutesNothing) {
+TEST(BlockedMaxPoolTest, ACodeOutsideItsWindowRoutesNothing) {
   const BlockedPlanes planes{1, 16, 2, 2};
   const std::vector<float> grad(16, 1.0f);
-  std::vector<int64_t> argmax(16, 3);  // the bottom-right cell
-  argmax[0] = -1;
-  argmax[1] = 4;  // past the 2 x 2 plane
+  std::vector<uint8_t> codes(16, 3);  // the bottom-right cell
+  codes[0] = kNoWindowCell;
+  codes[1] = 4;  // past the 2 x 2 window
   std::vector<float> blocked(64, 7.0f);
-  UnpoolBlocked16(grad.data(), argmax.data(), planes, blocked.data());
+  UnpoolBlocked16(grad.data(), codes.data(), planes, blocked.data());
   for (int64_t cell = 0; cell < 4; ++cell) {
     for (int64_t lane = 0; lane < 16; ++lane) {
       const bool routed = cell == 3 && lane >= 2;

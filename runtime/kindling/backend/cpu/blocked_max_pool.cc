@@ -16,83 +16,80 @@ namespace {
 constexpr int64_t kBlock = 16;
 constexpr int64_t kHalf = 8;
 
-// Cells are compared and kept in 32-bit lanes.
-constexpr int64_t kMaxPlane = int64_t{1} << 31;
-
-// Best: the running maximum of eight channels' window and the plane's cell
-// it came from.
+// Best: the running maximum of eight channels' window and the window code
+// (backend.h: 0 1 / 2 3) of the cell it came from.
 struct Best {
   __m256 value;
-  __m256i cell;
+  __m256i code;
 };
 
-// Take() lets `value`, from plane cell `cell`, replace the best where it is
-// larger, or is the first NaN (MaxPool2d()'s rule).
-inline void Take(Best& best, __m256 value, int32_t cell) {
+// Take() lets `value`, from the window's cell `code`, replace the best where
+// it is larger, or is the first NaN (MaxPool2d()'s rule).
+inline void Take(Best& best, __m256 value, int32_t code) {
   const __m256 take = ReplacesMax(value, best.value);
   best.value = _mm256_blendv_ps(best.value, value, take);
-  best.cell = _mm256_castps_si256(
-      _mm256_blendv_ps(_mm256_castsi256_ps(best.cell),
-                       _mm256_castsi256_ps(_mm256_set1_epi32(cell)), take));
+  best.code = _mm256_castps_si256(
+      _mm256_blendv_ps(_mm256_castsi256_ps(best.code),
+                       _mm256_castsi256_ps(_mm256_set1_epi32(code)), take));
 }
 
-// Routed() is `grad` in the lanes whose argmax is `cell`, else 0; + 0 as
+// Routed() is `grad` in the lanes whose code is `code`, else 0; + 0 as
 // MaxPool2dBackward's 0 + g, so a -0 gradient lands as +0.
-inline __m256 Routed(__m256 grad, __m256i argmax, int32_t cell) {
+inline __m256 Routed(__m256 grad, __m256i codes, int32_t code) {
   const __m256 mask =
-      _mm256_castsi256_ps(_mm256_cmpeq_epi32(argmax, _mm256_set1_epi32(cell)));
+      _mm256_castsi256_ps(_mm256_cmpeq_epi32(codes, _mm256_set1_epi32(code)));
   return _mm256_add_ps(_mm256_and_ps(grad, mask), _mm256_setzero_ps());
 }
 
-// Window: one 2x2 window of a blocked plane: the offsets of its four cells'
-// sixteen channels from the plane's start, and their cell indices.
+// Window: one 2x2 window of a blocked plane: the offsets of its top row's
+// and bottom row's first cells' sixteen channels from the plane's start.
 struct Window {
   Window(int64_t oh, int64_t ow, int64_t width)
-      : top_left(static_cast<int32_t>(2 * oh * width + 2 * ow)),
-        bottom_left(static_cast<int32_t>(top_left + width)) {}
+      : top(2 * oh * width + 2 * ow), bottom(top + width) {}
 
-  int64_t offset(int32_t cell) const { return cell * kBlock; }
+  int64_t top_offset() const { return top * kBlock; }
+  int64_t bottom_offset() const { return bottom * kBlock; }
 
-  int32_t top_left, bottom_left;
+  int64_t top, bottom;  // cells
 };
 
 // PoolHalf() pools window `w` of eight channels of a blocked plane (from
-// `plane`, offset to the half's first channel) into `value` and `cell`
-// (-1 where kRelu passes no gradient).
+// `plane`, offset to the half's first channel) into `value` and `code`
+// (-1, which becomes kNoWindowCell, where kRelu passes no gradient).
 inline void PoolHalf(const float* plane, const Window& w, bool relu,
-                     float* value, int32_t* cell) {
-  const float* top = plane + w.offset(w.top_left);
-  const float* bottom = plane + w.offset(w.bottom_left);
-  Best best{_mm256_loadu_ps(top), _mm256_set1_epi32(w.top_left)};
-  Take(best, _mm256_loadu_ps(top + kBlock), w.top_left + 1);
-  Take(best, _mm256_loadu_ps(bottom), w.bottom_left);
-  Take(best, _mm256_loadu_ps(bottom + kBlock), w.bottom_left + 1);
+                     float* value, int32_t* code) {
+  const float* top = plane + w.top_offset();
+  const float* bottom = plane + w.bottom_offset();
+  Best best{_mm256_loadu_ps(top), _mm256_setzero_si256()};
+  Take(best, _mm256_loadu_ps(top + kBlock), 1);
+  Take(best, _mm256_loadu_ps(bottom), 2);
+  Take(best, _mm256_loadu_ps(bottom + kBlock), 3);
   if (relu) {
     // kRelu: 0 unless the maximum is > 0; no argmax where it is <= 0.
     const __m256 zero = _mm256_setzero_ps();
     const __m256 dropped = _mm256_cmp_ps(best.value, zero, _CMP_LE_OQ);
     best.value =
         _mm256_and_ps(best.value, _mm256_cmp_ps(best.value, zero, _CMP_GT_OQ));
-    best.cell = _mm256_or_si256(best.cell, _mm256_castps_si256(dropped));
+    best.code = _mm256_or_si256(best.code, _mm256_castps_si256(dropped));
   }
   _mm256_storeu_ps(value, best.value);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(cell), best.cell);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(code), best.code);
 }
 
 // UnpoolHalf() writes the gradient under window `w` of eight channels of a
 // blocked plane (from `plane`, offset to the half's first channel): each
-// cell grad where it is the channel's argmax `cell`, else 0.
-inline void UnpoolHalf(const float* grad, const int32_t* cell, const Window& w,
+// cell grad where it is the channel's window code `code`, else 0.
+inline void UnpoolHalf(const float* grad, const int32_t* code, const Window& w,
                        float* plane) {
   const __m256 routed = _mm256_loadu_ps(grad);
-  const __m256i argmax =
-      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cell));
-  float* top = plane + w.offset(w.top_left);
-  float* bottom = plane + w.offset(w.bottom_left);
-  _mm256_storeu_ps(top, Routed(routed, argmax, w.top_left));
-  _mm256_storeu_ps(top + kBlock, Routed(routed, argmax, w.top_left + 1));
-  _mm256_storeu_ps(bottom, Routed(routed, argmax, w.bottom_left));
-  _mm256_storeu_ps(bottom + kBlock, Routed(routed, argmax, w.bottom_left + 1));
+  const __m256i codes =
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(code));
+  float* top = plane + w.top_offset();
+  float* bottom = plane + w.bottom_offset();
+  _mm256_storeu_ps(top, Routed(routed, codes, 0));
+  _mm256_storeu_ps(top + kBlock, Routed(routed, codes, 1));
+  _mm256_storeu_ps(bottom, Routed(routed, codes, 2));
+  _mm256_storeu_ps(bottom + kBlock, Routed(routed, codes, 3));
 }
 
 // The sizes of one call's loops.
@@ -132,16 +129,15 @@ bool FitsBlockedMaxPool(const BlockedPlanes& planes,
          pool.stride[1] == 2 && pool.padding[0] == 0 && pool.padding[1] == 0 &&
          pool.dilation[0] == 1 && pool.dilation[1] == 1 &&
          planes.channels % kBlock == 0 && planes.height % 2 == 0 &&
-         planes.width % 2 == 0 && planes.height > 0 && planes.width > 0 &&
-         planes.height * planes.width < kMaxPlane;
+         planes.width % 2 == 0 && planes.height > 0 && planes.width > 0;
 }
 
 void MaxPoolBlocked16(const float* blocked, const BlockedPlanes& planes,
-                      PoolActivation activation, float* out, int64_t* argmax) {
+                      PoolActivation activation, float* out, uint8_t* codes) {
   const Geometry g(planes);
   const bool relu = activation == PoolActivation::kRelu;
   std::vector<float> values(g.out_plane * kBlock);
-  std::vector<int32_t> cells(g.out_plane * kBlock);
+  std::vector<int32_t> window_codes(g.out_plane * kBlock);
   for (int64_t block = 0; block < g.blocks; ++block) {
     const float* plane = blocked + block * g.blocked_plane;
     for (int64_t oh = 0; oh < g.out_h; ++oh) {
@@ -159,7 +155,7 @@ void MaxPoolBlocked16(const float* blocked, const BlockedPlanes& planes,
         const int64_t at = (oh * g.out_w + ow) * kBlock;
         for (int64_t half = 0; half < kBlock; half += kHalf) {
           PoolHalf(plane + half, Window(oh, ow, g.width), relu,
-                   &values[at + half], &cells[at + half]);
+                   &values[at + half], &window_codes[at + half]);
         }
       }
     }
@@ -169,29 +165,30 @@ void MaxPoolBlocked16(const float* blocked, const BlockedPlanes& planes,
       for (int64_t p = 0; p < g.out_plane; ++p) {
         out_plane[p] = values[p * kBlock + c];
       }
-      if (argmax == nullptr) continue;
-      int64_t* argmax_plane = argmax + first + c * g.out_plane;
+      if (codes == nullptr) continue;
+      uint8_t* codes_plane = codes + first + c * g.out_plane;
       for (int64_t p = 0; p < g.out_plane; ++p) {
-        argmax_plane[p] = cells[p * kBlock + c];
+        // 0..3, or -1: kNoWindowCell.
+        codes_plane[p] = static_cast<uint8_t>(window_codes[p * kBlock + c]);
       }
     }
   }
 }
 
-void UnpoolBlocked16(const float* grad, const int64_t* argmax,
+void UnpoolBlocked16(const float* grad, const uint8_t* codes,
                      const BlockedPlanes& planes, float* blocked) {
   const Geometry g(planes);
   std::vector<float> grads(g.out_plane * kBlock);
-  std::vector<int32_t> cells(g.out_plane * kBlock);
+  std::vector<int32_t> window_codes(g.out_plane * kBlock);
   for (int64_t block = 0; block < g.blocks; ++block) {
     const int64_t first = block * kBlock * g.out_plane;
     for (int64_t c = 0; c < kBlock; ++c) {
       const float* grad_plane = grad + first + c * g.out_plane;
-      const int64_t* argmax_plane = argmax + first + c * g.out_plane;
+      const uint8_t* codes_plane = codes + first + c * g.out_plane;
       for (int64_t p = 0; p < g.out_plane; ++p) {
         grads[p * kBlock + c] = grad_plane[p];
-        // Cells fit 32 bits (kMaxPlane); -1 stays -1 and matches no cell.
-        cells[p * kBlock + c] = static_cast<int32_t>(argmax_plane[p]);
+        // kNoWindowCell matches no cell.
+        window_codes[p * kBlock + c] = codes_plane[p];
       }
     }
     float* plane = blocked + block * g.blocked_plane;
@@ -199,7 +196,7 @@ void UnpoolBlocked16(const float* grad, const int64_t* argmax,
       for (int64_t ow = 0; ow < g.out_w; ++ow) {
         const int64_t at = (oh * g.out_w + ow) * kBlock;
         for (int64_t half = 0; half < kBlock; half += kHalf) {
-          UnpoolHalf(&grads[at + half], &cells[at + half],
+          UnpoolHalf(&grads[at + half], &window_codes[at + half],
                      Window(oh, ow, g.width), plane + half);
         }
       }

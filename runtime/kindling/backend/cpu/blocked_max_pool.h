@@ -11,25 +11,28 @@
 //
 // Library first: oneDNN's own max pooling (pooling_forward, jit:avx512_core)
 // reads nChw16c too, but writes its output in nChw16c and its argmax as a
-// u8 workspace in that layout, with no ReLU; Kindling's tensors and saved
-// argmax are NCHW values and i64 cells. On one 64-sample slab of the example
-// CNN's conv2 output ([64, 64, 14, 14], in cache, one thread, medians of 200
-// calls), oneDNN's forward took 0.052 ms alone but 0.27 ms with the pass
-// that turns its output and workspace into Kindling's contract, against
-// 0.17-0.18 ms for MaxPoolBlocked16 (ReLU and argmax included). oneDNN's
-// backward (0.073 ms) would need that workspace rebuilt from the i64 argmax
-// and the NCHW gradient reordered in first, the gather UnpoolBlocked16 does
-// in its 0.135 ms; it was not adopted.
-//
+// u8 workspace in that layout, with no ReLU; Kindling's pooled tensors and
+// saved argmax are NCHW. Measured when that argmax was i64 cells, on one
+// 64-sample slab of the example CNN's conv2 output ([64, 64, 14, 14], in
+// cache, one thread, medians of 200 calls): oneDNN's forward took 0.052 ms
+// alone but 0.27 ms with the pass that turns its output and workspace into
+// Kindling's contract, against 0.17-0.18 ms for MaxPoolBlocked16 (ReLU and
+// argmax included). oneDNN's backward (0.073 ms) would need its workspace
+// rebuilt from Kindling's argmax and the NCHW gradient reordered in first,
+// the gather UnpoolBlocked16 does in its 0.135 ms; it was not adopted.
+// Kindling's argmax is now one byte a window (window codes, backend.h), as
+// oneDNN's workspace is, but still NCHW: the layout pass remains.
+
 // Same values as MaxPool2d() and MaxPool2dBackward() (backend.h) on the
 // NCHW copy, bit for bit: the window's cells are taken in kernel order
 // (0,0), (0,1), (1,0), (1,1), a larger value or the first NaN replaces the
 // best, kRelu zeroes a maximum that is not > 0 and keeps no argmax where it
-// is <= 0, and the backward's cells are 0 + the routed gradient.
+// is <= 0, and the backward's cells are 0 + the routed gradient. The argmax
+// is kept as window codes (backend.h), one byte a window.
 //
 //   // blocked: one slab's [n, 64 / 16, 14, 14, 16] convolution output
 //   MaxPoolBlocked16(blocked, {n, 64, 14, 14}, PoolActivation::kRelu,
-//                    out, argmax);  // out, argmax: [n, 64, 7, 7]
+//                    out, codes);  // out, codes: [n, 64, 7, 7]
 #ifndef KINDLING_BACKEND_CPU_BLOCKED_MAX_POOL_H_
 #define KINDLING_BACKEND_CPU_BLOCKED_MAX_POOL_H_
 
@@ -52,16 +55,17 @@ bool FitsBlockedMaxPool(const BlockedPlanes& planes,
                         const Window2dGeometry& pool);
 
 // MaxPoolBlocked16() writes out [N, C, H / 2, W / 2] (NCHW, contiguous)
-// and, unless `argmax` is null, argmax (the same shape; the cell h * W + w
-// of the plane, or -1) from `blocked` [N, C / 16, H, W, 16].
+// and, unless `codes` is null, the argmax as window codes (the same shape:
+// 0 1 / 2 3 within each window, or kNoWindowCell) from `blocked`
+// [N, C / 16, H, W, 16].
 void MaxPoolBlocked16(const float* blocked, const BlockedPlanes& planes,
-                      PoolActivation activation, float* out, int64_t* argmax);
+                      PoolActivation activation, float* out, uint8_t* codes);
 
 // UnpoolBlocked16() overwrites `blocked` [N, C / 16, H, W, 16] with the
 // pool's input gradient: each cell grad[n, c, h / 2, w / 2] where it is its
-// window's argmax, else 0. `grad` and `argmax` are [N, C, H / 2, W / 2]
-// contiguous; an argmax outside its window (or -1) routes nothing.
-void UnpoolBlocked16(const float* grad, const int64_t* argmax,
+// window's argmax, else 0. `grad` and `codes` are [N, C, H / 2, W / 2]
+// contiguous; a code above 3 (kNoWindowCell) routes nothing.
+void UnpoolBlocked16(const float* grad, const uint8_t* codes,
                      const BlockedPlanes& planes, float* blocked);
 
 }  // namespace kindling::cpu

@@ -332,25 +332,25 @@ std::optional<ConvDims> PooledDims(DType dtype, const Shape& input_shape,
 }
 
 // PoolSample() pools sample n's convolution output y_n [O, OH, OW] into
-// out_n [O, OH / 2, OW / 2] (and argmax_n, unless null).
+// out_n [O, OH / 2, OW / 2] (and its window codes codes_n, unless null).
 void PoolSample(const float* y_n, const ConvDims& d, bool relu, float* out_n,
-                int64_t* argmax_n) {
+                uint8_t* codes_n) {
   const int64_t width = d.plane.out_w, out_w = width / 2;
   const int64_t out_plane = (d.plane.out_h / 2) * out_w;
   for (int64_t o = 0; o < d.out_channels; ++o) {
     const float* plane = y_n + o * d.positions();
     for (int64_t oh = 0; oh < d.plane.out_h / 2; ++oh) {
       const int64_t at = o * out_plane + oh * out_w;
-      MaxPool2x2Row(plane + 2 * oh * width, plane + (2 * oh + 1) * width, out_w,
-                    2 * oh * width, width, relu, out_n + at,
-                    argmax_n != nullptr ? argmax_n + at : nullptr);
+      MaxPool2x2CodesRow(plane + 2 * oh * width, plane + (2 * oh + 1) * width,
+                         out_w, relu, out_n + at,
+                         codes_n != nullptr ? codes_n + at : nullptr);
     }
   }
 }
 
 // UnpoolSample() writes sample n's convolution output gradient g_n
-// [O, OH, OW] from its pooled gradient and argmax [O, OH / 2, OW / 2].
-void UnpoolSample(const float* grad_n, const int64_t* argmax_n,
+// [O, OH, OW] from its pooled gradient and window codes [O, OH / 2, OW / 2].
+void UnpoolSample(const float* grad_n, const uint8_t* codes_n,
                   const ConvDims& d, float* g_n) {
   const int64_t width = d.plane.out_w, out_w = width / 2;
   const int64_t out_plane = (d.plane.out_h / 2) * out_w;
@@ -358,9 +358,9 @@ void UnpoolSample(const float* grad_n, const int64_t* argmax_n,
     float* plane = g_n + o * d.positions();
     for (int64_t oh = 0; oh < d.plane.out_h / 2; ++oh) {
       const int64_t at = o * out_plane + oh * out_w;
-      MaxPool2x2BackwardRow(grad_n + at, argmax_n + at, out_w, 2 * oh * width,
-                            width, plane + 2 * oh * width,
-                            plane + (2 * oh + 1) * width);
+      MaxPool2x2BackwardCodesRow(grad_n + at, codes_n + at, out_w,
+                                 plane + 2 * oh * width,
+                                 plane + (2 * oh + 1) * width);
     }
   }
 }
@@ -423,7 +423,7 @@ bool Conv2dMaxPoolKernel(const TensorBase& out, const TensorBase& argmax,
       PoolSample(
           y_n.data(), d, activation == PoolActivation::kRelu,
           out.data_as<float>() + n * pooled,
-          argmax.defined() ? argmax.data_as<int64_t>() + n * pooled : nullptr);
+          argmax.defined() ? argmax.data_as<uint8_t>() + n * pooled : nullptr);
     }
   });
   return true;
@@ -454,7 +454,7 @@ bool Conv2dMaxPoolBackwardKernel(
         input,
         [&](int64_t n) {
           UnpoolSample(pooled_grad.data_as<const float>() + n * pooled,
-                       argmax.data_as<const int64_t>() + n * pooled, d,
+                       argmax.data_as<const uint8_t>() + n * pooled, d,
                        g_n.data());
           return g_n.data();
         },

@@ -148,6 +148,8 @@ bool CpuBackend::Conv2dMaxPool(const TensorBase& out, const TensorBase& argmax,
                                const Window2dGeometry& conv,
                                const Window2dGeometry& pool,
                                PoolActivation activation) {
+  // The argmax is written as window codes (backend.h).
+  if (argmax.defined() && argmax.dtype() != DType::kU8) return false;
   // As Conv2d(): oneDNN's convolution where it takes the layer, pooled in
   // its own layout; Kindling's where oneDNN leaves the layer to it, pooled
   // a sample at a time.
@@ -165,6 +167,7 @@ bool CpuBackend::Conv2dMaxPoolBackward(
     const TensorBase& bias_grad, const TensorBase& pooled_grad,
     const TensorBase& argmax, const TensorBase& input, const TensorBase& weight,
     const Window2dGeometry& conv, const Window2dGeometry& pool) {
+  if (argmax.dtype() != DType::kU8) return false;  // window codes only
   if (OneDnnConv2dMaxPoolBackward(input_grad, weight_grad, bias_grad,
                                   pooled_grad, argmax, input, weight, conv,
                                   pool)) {

@@ -70,7 +70,8 @@ void Conv2dBackwardKernel(const TensorBase& input_grad,
 // rebuilt) while it is in cache: the layers whose patch
 // small_patch_products.h takes (one input channel), pooled 2x2 at stride 2
 // over an even output side; the backward of the weight and bias only (a
-// first layer's). False, having written nothing, elsewhere.
+// first layer's). The argmax is u8 window codes (backend.h). False, having
+// written nothing, elsewhere.
 bool Conv2dMaxPoolKernel(const TensorBase& out, const TensorBase& argmax,
                          const TensorBase& input, const TensorBase& weight,
                          const TensorBase& bias, const Window2dGeometry& conv,

@@ -3,6 +3,8 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "kindling/backend/cpu/max_rule.h"
 
@@ -134,6 +136,24 @@ inline void StoreCells(const Window& window, __m256i dropped,
   StorePrefix(low, high, count, argmax);
 }
 
+// StoreCodes() writes the window codes of eight windows pooled with
+// offsets 0 1 2 3 (backend.h's kNoWindowCell where `dropped`) to
+// codes[0, 8), or only the first `count` of them when count < 8.
+inline void StoreCodes(const Window& window, __m256i dropped, int64_t count,
+                       uint8_t* codes) {
+  const __m256i lanes = _mm256_or_si256(window.offset, dropped);
+  const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(lanes),
+                                        _mm256_extracti128_si256(lanes, 1));
+  const __m128i bytes = _mm_packs_epi16(words, words);  // -1 -> 255
+  if (count >= 8) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(codes), bytes);
+    return;
+  }
+  alignas(16) uint8_t all[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(all), bytes);
+  std::memcpy(codes, all, count);
+}
+
 // LaneMask() is all-ones in the 32-bit lanes below `count` (any int64).
 inline __m256i LaneMask(int64_t count) {
   const int32_t clamped =
@@ -144,12 +164,13 @@ inline __m256i LaneMask(int64_t count) {
 
 // PoolWindows() pools eight windows, whose top-row floats are
 // top_lo, top_hi and bottom-row floats bottom_lo, bottom_hi, writing
-// `count` (1..8) of them.
-template <bool kArgmax, bool kRelu>
+// `count` (1..8) of them, and their argmax as cells (Index int64_t) or
+// window codes (uint8_t).
+template <class Index, bool kArgmax, bool kRelu>
 inline void PoolWindows(__m256 top_lo, __m256 top_hi, __m256 bottom_lo,
                         __m256 bottom_hi, __m256i width_offset,
                         int64_t first_cell, int64_t count, float* out,
-                        int64_t* argmax) {
+                        Index* argmax) {
   Window window = Pool8(top_lo, top_hi, bottom_lo, bottom_hi, width_offset);
   __m256i dropped = _mm256_setzero_si256();
   if constexpr (kRelu) dropped = Relu(window);
@@ -158,30 +179,35 @@ inline void PoolWindows(__m256 top_lo, __m256 top_hi, __m256 bottom_lo,
   } else {
     StorePrefix(window.best, window.best, count, out);
   }
-  if constexpr (kArgmax) {
+  if constexpr (kArgmax && std::is_same_v<Index, uint8_t>) {
+    StoreCodes(window, dropped, count, argmax);
+  } else if constexpr (kArgmax) {
     StoreCells(window, dropped, first_cell, count, argmax);
   }
 }
 
-template <bool kArgmax, bool kRelu>
+template <class Index, bool kArgmax, bool kRelu>
 void PoolRow(const float* top, const float* bottom, int64_t out_w,
-             int64_t top_cell, int64_t width, float* out, int64_t* argmax) {
-  const __m256i width_offset = _mm256_set1_epi32(static_cast<int32_t>(width));
+             int64_t top_cell, int64_t width, float* out, Index* argmax) {
+  // A window's bottom row is `width` cells below its top row; in window
+  // codes, two.
+  const __m256i width_offset = _mm256_set1_epi32(
+      std::is_same_v<Index, uint8_t> ? 2 : static_cast<int32_t>(width));
   int64_t ow = 0;
   for (; ow + 8 <= out_w; ow += 8) {
     const float* t = top + 2 * ow;
     const float* b = bottom + 2 * ow;
-    PoolWindows<kArgmax, kRelu>(_mm256_loadu_ps(t), _mm256_loadu_ps(t + 8),
-                                _mm256_loadu_ps(b), _mm256_loadu_ps(b + 8),
-                                width_offset, top_cell + 2 * ow, 8, out + ow,
-                                kArgmax ? argmax + ow : nullptr);
+    PoolWindows<Index, kArgmax, kRelu>(
+        _mm256_loadu_ps(t), _mm256_loadu_ps(t + 8), _mm256_loadu_ps(b),
+        _mm256_loadu_ps(b + 8), width_offset, top_cell + 2 * ow, 8, out + ow,
+        kArgmax ? argmax + ow : nullptr);
   }
   if (ow == out_w) return;
   if (out_w >= 8) {
     // The last eight windows again, overlapping the ones already written
     // with the same values: no partial vector (kTailStores).
     ow = out_w - 8;
-    PoolWindows<kArgmax, kRelu>(
+    PoolWindows<Index, kArgmax, kRelu>(
         _mm256_loadu_ps(top + 2 * ow), _mm256_loadu_ps(top + 2 * ow + 8),
         _mm256_loadu_ps(bottom + 2 * ow), _mm256_loadu_ps(bottom + 2 * ow + 8),
         width_offset, top_cell + 2 * ow, 8, out + ow,
@@ -195,7 +221,7 @@ void PoolRow(const float* top, const float* bottom, int64_t out_w,
   const __m256i low = LaneMask(2 * rest), high = LaneMask(2 * rest - 8);
   const float* t = top + 2 * ow;
   const float* b = bottom + 2 * ow;
-  PoolWindows<kArgmax, kRelu>(
+  PoolWindows<Index, kArgmax, kRelu>(
       _mm256_maskload_ps(t, low), _mm256_maskload_ps(t + 8, high),
       _mm256_maskload_ps(b, low), _mm256_maskload_ps(b + 8, high), width_offset,
       top_cell + 2 * ow, rest, out + ow, kArgmax ? argmax + ow : nullptr);
@@ -261,6 +287,16 @@ inline void UnpoolWindows(const float* grad, const int64_t* argmax,
   StoreInterleaved(Routed(g, offsets, w), Routed(g, offsets, w + 1), bottom);
 }
 
+// UnpoolCodes() is UnpoolWindows() for eight windows' codes.
+inline void UnpoolCodes(const float* grad, const uint8_t* codes, float* top,
+                        float* bottom) {
+  const __m256i offsets = _mm256_cvtepu8_epi32(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes)));
+  const __m256 g = _mm256_loadu_ps(grad);
+  StoreInterleaved(Routed(g, offsets, 0), Routed(g, offsets, 1), top);
+  StoreInterleaved(Routed(g, offsets, 2), Routed(g, offsets, 3), bottom);
+}
+
 // Is2x2Stride2() is true for 2x2 windows at stride 2, without padding or
 // dilation.
 bool Is2x2Stride2(const Window2dGeometry& window) {
@@ -308,15 +344,39 @@ void MaxPool2x2BackwardRow(const float* grad, const int64_t* argmax,
                 bottom + 2 * ow);
 }
 
+void MaxPool2x2BackwardCodesRow(const float* grad, const uint8_t* codes,
+                                int64_t out_w, float* top, float* bottom) {
+  int64_t ow = 0;
+  for (; ow + 8 <= out_w; ow += 8) {
+    UnpoolCodes(grad + ow, codes + ow, top + 2 * ow, bottom + 2 * ow);
+  }
+  if (ow == out_w) return;
+  ow = out_w - 8;  // overlapping, as MaxPool2x2BackwardRow()
+  UnpoolCodes(grad + ow, codes + ow, top + 2 * ow, bottom + 2 * ow);
+}
+
+template <class Index>
+void PoolRowOf(const float* top, const float* bottom, int64_t out_w,
+               int64_t top_cell, int64_t width, bool relu, float* out,
+               Index* argmax) {
+  using Row = void (*)(const float*, const float*, int64_t, int64_t, int64_t,
+                       float*, Index*);
+  const Row row =
+      argmax != nullptr
+          ? (relu ? PoolRow<Index, true, true> : PoolRow<Index, true, false>)
+          : (relu ? PoolRow<Index, false, true> : PoolRow<Index, false, false>);
+  row(top, bottom, out_w, top_cell, width, out, argmax);
+}
+
 void MaxPool2x2Row(const float* top, const float* bottom, int64_t out_w,
                    int64_t top_cell, int64_t width, bool relu, float* out,
                    int64_t* argmax) {
-  using Row = void (*)(const float*, const float*, int64_t, int64_t, int64_t,
-                       float*, int64_t*);
-  const Row row = argmax != nullptr
-                      ? (relu ? PoolRow<true, true> : PoolRow<true, false>)
-                      : (relu ? PoolRow<false, true> : PoolRow<false, false>);
-  row(top, bottom, out_w, top_cell, width, out, argmax);
+  PoolRowOf(top, bottom, out_w, top_cell, width, relu, out, argmax);
+}
+
+void MaxPool2x2CodesRow(const float* top, const float* bottom, int64_t out_w,
+                        bool relu, float* out, uint8_t* codes) {
+  PoolRowOf(top, bottom, out_w, /*top_cell=*/0, /*width=*/0, relu, out, codes);
 }
 
 }  // namespace kindling::cpu

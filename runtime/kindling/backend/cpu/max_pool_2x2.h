@@ -53,6 +53,12 @@ void MaxPool2x2Row(const float* top, const float* bottom, int64_t out_w,
                    int64_t top_cell, int64_t width, bool relu, float* out,
                    int64_t* argmax);
 
+// MaxPool2x2CodesRow() is MaxPool2x2Row() with the argmax written as
+// window codes (backend.h: 0 1 / 2 3 within each window, kNoWindowCell
+// where kRelu passes no gradient), one byte a window, unless codes is null.
+void MaxPool2x2CodesRow(const float* top, const float* bottom, int64_t out_w,
+                        bool relu, float* out, uint8_t* codes);
+
 // FitsMaxPool2x2Backward() is true when MaxPool2x2BackwardRow() computes
 // this pool's backward: an f32 gradient with unit-stride rows of at least
 // eight windows, an input narrower than 2^30, and the window
@@ -75,6 +81,11 @@ bool FitsMaxPool2x2Backward(const TensorBase& input_grad,
 void MaxPool2x2BackwardRow(const float* grad, const int64_t* argmax,
                            int64_t out_w, int64_t top_cell, int64_t width,
                            float* top, float* bottom);
+
+// MaxPool2x2BackwardCodesRow() is MaxPool2x2BackwardRow() from the window
+// codes MaxPool2x2CodesRow() wrote for the row; out_w >= 8.
+void MaxPool2x2BackwardCodesRow(const float* grad, const uint8_t* codes,
+                                int64_t out_w, float* top, float* bottom);
 
 }  // namespace kindling::cpu
 

@@ -675,7 +675,7 @@ bool OneDnnConv2dMaxPool(const TensorBase& out, const TensorBase& argmax,
     MaxPoolBlocked16(
         static_cast<const float*>(plan.dst.staged().get_data_handle()),
         PlanesOf(convolved, slab), activation, out.data_as<float>() + first,
-        argmax.defined() ? argmax.data_as<int64_t>() + first : nullptr);
+        argmax.defined() ? argmax.data_as<uint8_t>() + first : nullptr);
   });
   return true;
 }
@@ -706,7 +706,7 @@ bool OneDnnConv2dMaxPoolBackward(
         plan, operands, slab,
         [&](Port& port) {
           UnpoolBlocked16(pooled_grad.data_as<float>() + first,
-                          argmax.data_as<int64_t>() + first,
+                          argmax.data_as<uint8_t>() + first,
                           PlanesOf(convolved, slab),
                           static_cast<float*>(port.staged().get_data_handle()));
           return port.staged();
