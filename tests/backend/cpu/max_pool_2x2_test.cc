@@ -83,6 +83,19 @@ std::vector<float> RandomRow(std::mt19937& rng, int64_t n) {
   return row;
 }
 
+// GradientRow() is a row of pooled gradients in [-2, 2), with -0 and NaN
+// every seventh window.
+std::vector<float> GradientRow(std::mt19937& rng, int64_t out_w) {
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  std::vector<float> grad(out_w);
+  for (int64_t ow = 0; ow < out_w; ++ow) {
+    grad[ow] = ow % 7 == 3   ? -0.0f
+               : ow % 7 == 5 ? std::numeric_limits<float>::quiet_NaN()
+                             : uniform(rng);
+  }
+  return grad;
+}
+
 class MaxPool2x2Test : public testing::TestWithParam<bool> {};
 
 TEST_P(MaxPool2x2Test, MatchesReferenceForEveryTailLength) {
@@ -147,7 +160,6 @@ TEST_P(MaxPool2x2Test, BackwardRowRoutesEachGradientToItsArgmax) {
   // eight windows and more (FitsMaxPool2x2Backward); every tail length.
   const bool relu = GetParam();
   std::mt19937 rng(13);
-  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
   for (int64_t out_w = 8; out_w <= 40; ++out_w) {
     for (int trial = 0; trial < 10; ++trial) {
       const int64_t width = 2 * out_w + trial % 2;
@@ -158,12 +170,7 @@ TEST_P(MaxPool2x2Test, BackwardRowRoutesEachGradientToItsArgmax) {
       std::vector<int64_t> cells(out_w);
       MaxPool2x2Row(top.data(), bottom.data(), out_w, top_cell, width, relu,
                     pooled.data(), cells.data());
-      std::vector<float> grad(out_w);
-      for (int64_t ow = 0; ow < out_w; ++ow) {
-        grad[ow] = ow % 7 == 3   ? -0.0f
-                   : ow % 7 == 5 ? std::numeric_limits<float>::quiet_NaN()
-                                 : uniform(rng);
-      }
+      const std::vector<float> grad = GradientRow(rng, out_w);
       // Two input rows, one slot past each row's 2 * out_w cells.
       std::vector<float> want(2 * width, 0.0f);
       for (int64_t ow = 0; ow < out_w; ++ow) {
@@ -227,7 +234,6 @@ TEST_P(MaxPool2x2Test, CodesRowGivesTheCellsAsWindowCodes) {
 TEST_P(MaxPool2x2Test, BackwardCodesRowMatchesTheCellsRow) {
   const bool relu = GetParam();
   std::mt19937 rng(19);
-  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
   for (int64_t out_w = 8; out_w <= 40; ++out_w) {
     for (int trial = 0; trial < 10; ++trial) {
       const int64_t width = 2 * out_w + trial % 2;
@@ -241,12 +247,7 @@ TEST_P(MaxPool2x2Test, BackwardCodesRowMatchesTheCellsRow) {
                     pooled.data(), cells.data());
       MaxPool2x2CodesRow(top.data(), bottom.data(), out_w, relu, pooled.data(),
                          codes.data());
-      std::vector<float> grad(out_w);
-      for (int64_t ow = 0; ow < out_w; ++ow) {
-        grad[ow] = ow % 7 == 3   ? -0.0f
-                   : ow % 7 == 5 ? std::numeric_limits<float>::quiet_NaN()
-                                 : uniform(rng);
-      }
+      const std::vector<float> grad = GradientRow(rng, out_w);
       std::vector<float> want(2 * width + 1, -7.0f), got(2 * width + 1, -7.0f);
       MaxPool2x2BackwardRow(grad.data(), cells.data(), out_w, top_cell, width,
                             want.data(), want.data() + width);
