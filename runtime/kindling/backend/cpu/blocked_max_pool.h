@@ -22,7 +22,7 @@
 // the gather UnpoolBlocked16 does in its 0.135 ms; it was not adopted.
 // Kindling's argmax is now one byte a window (window codes, backend.h), as
 // oneDNN's workspace is, but still NCHW: the layout pass remains.
-
+//
 // Same values as MaxPool2d() and MaxPool2dBackward() (backend.h) on the
 // NCHW copy, bit for bit: the window's cells are taken in kernel order
 // (0,0), (0,1), (1,0), (1,1), a larger value or the first NaN replaces the
