@@ -462,15 +462,15 @@ inline __m256 GeluSlope8(__m256 x) {
               _Pragma("GCC diagnostic ignored \"-Wpsabi\"")
 #define KINDLING_AVX512_END _Pragma("GCC diagnostic pop")
 
-// HasAvx512() is whether this CPU (and OS) runs AVX-512F code and the
-// environment does not cap Kindling at AVX2 (KINDLING_MAX_CPU_ISA=AVX2, as
-// oneDNN's ONEDNN_MAX_CPU_ISA does): the cap runs the eight-lane paths a
-// CPU without AVX-512 takes, so that tests cover them on any machine.
 namespace internal {
 // Set while a ScopedEightLanesForTesting lives.
 inline std::atomic<bool> eight_lanes_for_testing{false};
 }  // namespace internal
 
+// HasAvx512() is whether this CPU (and OS) runs AVX-512F code and the
+// environment does not cap Kindling at AVX2 (KINDLING_MAX_CPU_ISA=AVX2, as
+// oneDNN's ONEDNN_MAX_CPU_ISA does): the cap runs the eight-lane paths a
+// CPU without AVX-512 takes, so that tests cover them on any machine.
 inline bool HasAvx512() {
   static const bool has = [] {
     const char* cap = std::getenv("KINDLING_MAX_CPU_ISA");
