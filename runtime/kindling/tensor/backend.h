@@ -313,10 +313,9 @@ class Backend {
   // Conv2dMaxPoolBackward(): Conv2dBackward() for the convolution's output
   // gradient MaxPool2dBackward(pooled_grad, argmax, pool), without writing
   // that gradient out in [N, O, OH, OW]. `pooled_grad` and `argmax`
-  // [N, O, PH, PW] are contiguous, the argmax as Conv2dMaxPool() wrote it
-  // (u8 window codes) or MaxPool2d()'s i64 cells; the rest as
-  // Conv2dBackward()'s. Returns false, having written nothing, where the
-  // backend has no such kernel (for this kind of argmax).
+  // [N, O, PH, PW] are contiguous, the argmax the u8 window codes
+  // Conv2dMaxPool() wrote; the rest as Conv2dBackward()'s. Returns false,
+  // having written nothing, where the backend has no such kernel.
   virtual bool Conv2dMaxPoolBackward(
       const TensorBase& input_grad, const TensorBase& weight_grad,
       const TensorBase& bias_grad, const TensorBase& pooled_grad,

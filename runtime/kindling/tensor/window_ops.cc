@@ -353,7 +353,10 @@ Conv2dGradients Conv2dMaxPoolBackward(
       grad.shape().ToString(), argmax.shape().ToString(),
       input_shape.ToString(), weight_shape.ToString());
   const DType compute = ComputeDType(grad.dtype());
-  if (grad.numel() > 0 && (input.defined() || weight.defined())) {
+  // An i64 argmax means the backend declined the fused forward: it has no
+  // fused backward for these operands either.
+  if (argmax.dtype() == DType::kU8 && grad.numel() > 0 &&
+      (input.defined() || weight.defined())) {
     Conv2dGradients grads =
         EmptyGradients(input, weight, input_shape, weight_shape, with_bias,
                        compute, grad.device());

@@ -3,7 +3,7 @@
 // width up to 40 (full eight-window steps plus every tail length), with
 // ties, NaNs and infinities, and with the row's last float at the end of a
 // readable page; with and without the fused ReLU (PoolActivation::kRelu);
-// and the rows that keep the argmax as window codes against them.
+// the rows that keep the argmax as window codes alongside.
 #include "kindling/backend/cpu/max_pool_2x2.h"
 
 #include <sys/mman.h>
@@ -83,17 +83,12 @@ std::vector<float> RandomRow(std::mt19937& rng, int64_t n) {
   return row;
 }
 
-// GradientRow() is a row of pooled gradients in [-2, 2), with -0 and NaN
-// every seventh window.
-std::vector<float> GradientRow(std::mt19937& rng, int64_t out_w) {
-  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
-  std::vector<float> grad(out_w);
-  for (int64_t ow = 0; ow < out_w; ++ow) {
-    grad[ow] = ow % 7 == 3   ? -0.0f
-               : ow % 7 == 5 ? std::numeric_limits<float>::quiet_NaN()
-                             : uniform(rng);
-  }
-  return grad;
+// CodeOf() is the window code (backend.h) of window ow's argmax `cell` in
+// a row whose top-left cell is top_cell.
+uint8_t CodeOf(int64_t cell, int64_t top_cell, int64_t ow, int64_t width) {
+  if (cell < 0) return kNoWindowCell;
+  const int64_t offset = cell - top_cell - 2 * ow;
+  return static_cast<uint8_t>(offset >= width ? 2 + offset - width : offset);
 }
 
 class MaxPool2x2Test : public testing::TestWithParam<bool> {};
@@ -124,6 +119,19 @@ TEST_P(MaxPool2x2Test, MatchesReferenceForEveryTailLength) {
                     values_only.data(), nullptr);
       ExpectSame(want, values_only.data(), nullptr, out_w);
       EXPECT_EQ(-7.0f, values_only[out_w]);
+
+      // The same windows with the argmax as window codes.
+      std::vector<float> coded(out_w + 1, -7.0f);
+      std::vector<uint8_t> codes(out_w + 1, 77);
+      MaxPool2x2CodesRow(top.data(), bottom.data(), out_w, relu, coded.data(),
+                         codes.data());
+      ExpectSame(want, coded.data(), nullptr, out_w);
+      for (int64_t ow = 0; ow < out_w; ++ow) {
+        EXPECT_EQ(CodeOf(want.cells[ow], top_cell, ow, width), codes[ow])
+            << "window " << ow;
+      }
+      EXPECT_EQ(-7.0f, coded[out_w]);
+      EXPECT_EQ(77, codes[out_w]);
     }
   }
 }
@@ -160,6 +168,7 @@ TEST_P(MaxPool2x2Test, BackwardRowRoutesEachGradientToItsArgmax) {
   // eight windows and more (FitsMaxPool2x2Backward); every tail length.
   const bool relu = GetParam();
   std::mt19937 rng(13);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
   for (int64_t out_w = 8; out_w <= 40; ++out_w) {
     for (int trial = 0; trial < 10; ++trial) {
       const int64_t width = 2 * out_w + trial % 2;
@@ -170,7 +179,12 @@ TEST_P(MaxPool2x2Test, BackwardRowRoutesEachGradientToItsArgmax) {
       std::vector<int64_t> cells(out_w);
       MaxPool2x2Row(top.data(), bottom.data(), out_w, top_cell, width, relu,
                     pooled.data(), cells.data());
-      const std::vector<float> grad = GradientRow(rng, out_w);
+      std::vector<float> grad(out_w);
+      for (int64_t ow = 0; ow < out_w; ++ow) {
+        grad[ow] = ow % 7 == 3   ? -0.0f
+                   : ow % 7 == 5 ? std::numeric_limits<float>::quiet_NaN()
+                                 : uniform(rng);
+      }
       // Two input rows, one slot past each row's 2 * out_w cells.
       std::vector<float> want(2 * width, 0.0f);
       for (int64_t ow = 0; ow < out_w; ++ow) {
@@ -191,74 +205,18 @@ TEST_P(MaxPool2x2Test, BackwardRowRoutesEachGradientToItsArgmax) {
         if (width > 2 * out_w) EXPECT_EQ(-7.0f, got[row * width + 2 * out_w]);
       }
       EXPECT_EQ(-7.0f, got[2 * width]);
-    }
-  }
-}
 
-// CodeOf() is the window code (backend.h) of window ow's argmax `cell` in
-// a row whose top-left cell is top_cell.
-uint8_t CodeOf(int64_t cell, int64_t top_cell, int64_t ow, int64_t width) {
-  if (cell < 0) return kNoWindowCell;
-  const int64_t offset = cell - top_cell - 2 * ow;
-  return static_cast<uint8_t>(offset >= width ? 2 + offset - width : offset);
-}
-
-TEST_P(MaxPool2x2Test, CodesRowGivesTheCellsAsWindowCodes) {
-  const bool relu = GetParam();
-  std::mt19937 rng(17);
-  for (int64_t out_w = 0; out_w <= 40; ++out_w) {
-    for (int trial = 0; trial < 20; ++trial) {
-      const int64_t width = 2 * out_w + trial % 2;
-      const std::vector<float> top = RandomRow(rng, width);
-      const std::vector<float> bottom = RandomRow(rng, width);
-      const int64_t top_cell = 2 * 3 * width;
-      const Pooled want =
-          Reference(top.data(), bottom.data(), out_w, top_cell, width, relu);
-      // One slot past the row: the kernel must not write it.
-      std::vector<float> values(out_w + 1, -7.0f);
-      std::vector<uint8_t> codes(out_w + 1, 77);
-      MaxPool2x2CodesRow(top.data(), bottom.data(), out_w, relu, values.data(),
-                         codes.data());
-      SCOPED_TRACE(testing::Message() << "out_w " << out_w);
-      ExpectSame(want, values.data(), nullptr, out_w);
-      for (int64_t ow = 0; ow < out_w; ++ow) {
-        EXPECT_EQ(CodeOf(want.cells[ow], top_cell, ow, width), codes[ow])
-            << "window " << ow;
-      }
-      EXPECT_EQ(-7.0f, values[out_w]);
-      EXPECT_EQ(77, codes[out_w]);
-    }
-  }
-}
-
-TEST_P(MaxPool2x2Test, BackwardCodesRowMatchesTheCellsRow) {
-  const bool relu = GetParam();
-  std::mt19937 rng(19);
-  for (int64_t out_w = 8; out_w <= 40; ++out_w) {
-    for (int trial = 0; trial < 10; ++trial) {
-      const int64_t width = 2 * out_w + trial % 2;
-      const std::vector<float> top = RandomRow(rng, width);
-      const std::vector<float> bottom = RandomRow(rng, width);
-      const int64_t top_cell = 2 * 5 * width;
-      std::vector<float> pooled(out_w);
-      std::vector<int64_t> cells(out_w);
+      // From the same windows' codes: the same bits in every cell.
       std::vector<uint8_t> codes(out_w);
-      MaxPool2x2Row(top.data(), bottom.data(), out_w, top_cell, width, relu,
-                    pooled.data(), cells.data());
       MaxPool2x2CodesRow(top.data(), bottom.data(), out_w, relu, pooled.data(),
                          codes.data());
-      const std::vector<float> grad = GradientRow(rng, out_w);
-      std::vector<float> want(2 * width + 1, -7.0f), got(2 * width + 1, -7.0f);
-      MaxPool2x2BackwardRow(grad.data(), cells.data(), out_w, top_cell, width,
-                            want.data(), want.data() + width);
-      MaxPool2x2BackwardCodesRow(grad.data(), codes.data(), out_w, got.data(),
-                                 got.data() + width);
-      SCOPED_TRACE(testing::Message()
-                   << "out_w " << out_w << " width " << width);
-      for (size_t i = 0; i < want.size(); ++i) {
-        EXPECT_EQ(std::bit_cast<uint32_t>(want[i]),
-                  std::bit_cast<uint32_t>(got[i]))
-            << "cell " << i;
+      std::vector<float> from_codes(2 * width + 1, -7.0f);
+      MaxPool2x2BackwardCodesRow(grad.data(), codes.data(), out_w,
+                                 from_codes.data(), from_codes.data() + width);
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(std::bit_cast<uint32_t>(got[i]),
+                  std::bit_cast<uint32_t>(from_codes[i]))
+            << "from codes, cell " << i;
       }
     }
   }
