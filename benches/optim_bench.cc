@@ -198,7 +198,7 @@ BENCHMARK(BM_RmsPropStep)
     ->UseRealTime();
 
 // The gradient-norm kernel (Backend::AbsPowerSum, p = 2, clip_kernels.cc:
-// OpenBLAS's dsdot per fixed block, summed in f64) against OpenBLAS's
+// exact f64 squares per fixed block, summed in f64) against OpenBLAS's
 // cblas_snrm2 on the same 64 MiB of f32, both on the
 // kernels' threads: snrm2 runs once per ParallelFor chunk and the partial
 // norms combine as sqrt(sum of squares). Reports ms per norm of each and

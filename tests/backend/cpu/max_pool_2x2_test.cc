@@ -202,7 +202,9 @@ TEST_P(MaxPool2x2Test, BackwardRowRoutesEachGradientToItsArgmax) {
               << "row " << row << " cell " << x << ": " << w << " vs " << g;
         }
         // The cell past 2 * out_w (an odd width's last column) is untouched.
-        if (width > 2 * out_w) EXPECT_EQ(-7.0f, got[row * width + 2 * out_w]);
+        if (width > 2 * out_w) {
+          EXPECT_EQ(-7.0f, got[row * width + 2 * out_w]);
+        }
       }
       EXPECT_EQ(-7.0f, got[2 * width]);
 
