@@ -72,12 +72,16 @@ void ExpectSameBits(const TensorBase& actual, const TensorBase& expected,
   }
 }
 
-// OneDnnBlocksBy16() is true where oneDNN's convolutions of 16 channels or
-// more compute in nChw16c: an AVX-512 CPU not capped by ONEDNN_MAX_CPU_ISA.
-bool OneDnnBlocksBy16() {
-  return __builtin_cpu_supports("avx512f") &&
-         std::getenv("ONEDNN_MAX_CPU_ISA") == nullptr &&
-         std::getenv("KINDLING_ONEDNN") == nullptr;
+// OneDnnPoolBlock() is the channel block of the layout oneDNN's
+// convolutions of 16 channels or more compute in here: 16 (nChw16c) on an
+// AVX-512 CPU, 8 (nChw8c) on an AVX2 one or under ONEDNN_MAX_CPU_ISA=AVX2,
+// 0 where the test cannot tell (another cap, KINDLING_ONEDNN set).
+int64_t OneDnnPoolBlock() {
+  if (std::getenv("KINDLING_ONEDNN") != nullptr) return 0;
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (cap != nullptr) return std::string(cap) == "AVX2" ? 8 : 0;
+  if (__builtin_cpu_supports("avx512f")) return 16;
+  return __builtin_cpu_supports("avx2") ? 8 : 0;
 }
 
 enum class Fill { kRandom, kTies, kNan };
@@ -88,8 +92,10 @@ struct PoolCase {
   Window2dGeometry conv;
   Fill fill = Fill::kRandom;
   bool bias = true;
-  // Whether the path under test takes it (for oneDNN's: on an AVX-512 CPU).
+  // Whether the path under test takes it (for oneDNN's: on an AVX2 or
+  // AVX-512 CPU), and whether only with eight-channel blocks (AVX2).
   bool fused = true;
+  bool only_by_8 = false;
 };
 
 void PrintTo(const PoolCase& c, std::ostream* os) { *os << c.name; }
@@ -111,10 +117,13 @@ std::vector<PoolCase> Cases() {
        8,
        8,
        {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}},
-      // Declined: an odd output side, channels off the 16-wide blocks, one
+      // Whole blocks of 8 channels, not of 16: pooled on AVX2 only.
+      {"eight_channel_blocks", 2, 16, 24, 6, 6, same, Fill::kRandom, true, true,
+       true},
+      // Declined: an odd output side, channels off the 8-wide blocks, one
       // input channel (Kindling's own kernel), a batch below the threads.
       {"odd_side", 2, 16, 16, 7, 8, same, Fill::kRandom, true, false},
-      {"channels_off_blocks", 2, 16, 24, 6, 6, same, Fill::kRandom, true,
+      {"channels_off_blocks", 2, 16, 20, 6, 6, same, Fill::kRandom, true,
        false},
       {"one_input_channel", 2, 1, 32, 6, 6, same, Fill::kRandom, true, false},
       {"batch_below_threads", 1, 16, 16, 6, 6, same, Fill::kRandom, true,
@@ -205,6 +214,13 @@ Composed ComposedForward(const PoolCase& c, const Operands& o,
   return result;
 }
 
+// Taken() is whether oneDNN's pooled convolution takes case `c` on this CPU
+// (OneDnnPoolBlock() not 0).
+bool Taken(const PoolCase& c) {
+  return c.fused && c.batch >= MaxThreads() &&
+         (!c.only_by_8 || OneDnnPoolBlock() == 8);
+}
+
 class OneDnnConv2dMaxPoolTest : public ::testing::TestWithParam<PoolCase> {};
 
 TEST_P(OneDnnConv2dMaxPoolTest, ForwardMatchesConvolutionThenPool) {
@@ -220,9 +236,7 @@ TEST_P(OneDnnConv2dMaxPoolTest, ForwardMatchesConvolutionThenPool) {
           with_argmax ? Empty(o.pooled, DType::kU8) : TensorBase();
       const bool taken = OneDnnConv2dMaxPool(out, argmax, o.input, o.weight,
                                              o.bias, c.conv, kPool, activation);
-      if (OneDnnBlocksBy16()) {
-        EXPECT_EQ(taken, c.fused && c.batch >= MaxThreads());
-      }
+      if (OneDnnPoolBlock() != 0) EXPECT_EQ(taken, Taken(c));
       if (!c.fused) {
         EXPECT_FALSE(taken);
       }
@@ -258,9 +272,7 @@ TEST_P(OneDnnConv2dMaxPoolTest, EveryBackwardCombinationMatches) {
     const bool taken = OneDnnConv2dMaxPoolBackward(
         ours[0], ours[1], ours[2], o.grad, forward.codes, o.input, o.weight,
         c.conv, kPool);
-    if (OneDnnBlocksBy16()) {
-      EXPECT_EQ(taken, c.fused && c.batch >= MaxThreads());
-    }
+    if (OneDnnPoolBlock() != 0) EXPECT_EQ(taken, Taken(c));
     if (!c.fused) {
       EXPECT_FALSE(taken);
     }
@@ -376,15 +388,15 @@ INSTANTIATE_TEST_SUITE_P(Cases, Conv2dMaxPoolKernelTest,
                          ::testing::ValuesIn(KindlingCases()),
                          [](const auto& info) { return info.param.name; });
 
-// ToBlocked() lays [N, C, H, W] out as nChw16c.
+// ToBlocked() lays [N, C, H, W] out as nChw16c or nChw8c (p.block).
 std::vector<float> ToBlocked(const std::vector<float>& plain,
                              const BlockedPlanes& p) {
   std::vector<float> blocked(plain.size());
   for (int64_t n = 0; n < p.samples; ++n) {
     for (int64_t c = 0; c < p.channels; ++c) {
       for (int64_t hw = 0; hw < p.height * p.width; ++hw) {
-        const int64_t block = n * (p.channels / 16) + c / 16;
-        blocked[(block * p.height * p.width + hw) * 16 + c % 16] =
+        const int64_t block = n * (p.channels / p.block) + c / p.block;
+        blocked[(block * p.height * p.width + hw) * p.block + c % p.block] =
             plain[(n * p.channels + c) * p.height * p.width + hw];
       }
     }
@@ -392,10 +404,13 @@ std::vector<float> ToBlocked(const std::vector<float>& plain,
   return blocked;
 }
 
+// The blocks of oneDNN's AVX-512 (nChw16c) and AVX2 (nChw8c) layouts.
+class BlockedMaxPoolTest : public ::testing::TestWithParam<int64_t> {};
+
 // The kernels on their own, on hand-made values: a NaN after a number and a
 // number after a NaN in the same window, exact ties, negatives under ReLU.
-TEST(BlockedMaxPoolTest, MatchesMaxPool2dKernelOnNcbwValues) {
-  const BlockedPlanes planes{2, 32, 4, 6};
+TEST_P(BlockedMaxPoolTest, MatchesMaxPool2dKernelOnNcbwValues) {
+  const BlockedPlanes planes{2, 32, 4, 6, GetParam()};
   const Shape shape{2, 32, 4, 6}, pooled{2, 32, 2, 3};
   std::vector<float> plain = RandomFloats(shape.num_elements(), 7);
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -413,8 +428,8 @@ TEST(BlockedMaxPoolTest, MatchesMaxPool2dKernelOnNcbwValues) {
                     activation);
     std::vector<float> out(pooled.num_elements());
     std::vector<uint8_t> codes(pooled.num_elements());
-    MaxPoolBlocked16(blocked.data(), planes, activation, out.data(),
-                     codes.data());
+    MaxPoolBlocked(blocked.data(), planes, activation, out.data(),
+                   codes.data());
     ExpectSameBits(FromFloats(out, pooled), expected, "values");
     EXPECT_EQ(codes, Values<uint8_t>(CellsToCodes(expected_argmax, shape)));
 
@@ -425,39 +440,51 @@ TEST(BlockedMaxPoolTest, MatchesMaxPool2dKernelOnNcbwValues) {
     MaxPool2dBackwardKernel(expected_grad, FromFloats(grad, pooled),
                             expected_argmax, kPool);
     std::vector<float> routed(shape.num_elements(), 123.0f);
-    UnpoolBlocked16(grad.data(), codes.data(), planes, routed.data());
+    UnpoolBlocked(grad.data(), codes.data(), planes, routed.data());
     EXPECT_EQ(routed, ToBlocked(Values<float>(expected_grad), planes));
   }
 }
 
-TEST(BlockedMaxPoolTest, ACodeOutsideItsWindowRoutesNothing) {
-  const BlockedPlanes planes{1, 16, 2, 2};
+TEST_P(BlockedMaxPoolTest, ACodeOutsideItsWindowRoutesNothing) {
+  const int64_t block = GetParam();
+  const BlockedPlanes planes{1, 16, 2, 2, block};
   const std::vector<float> grad(16, 1.0f);
   std::vector<uint8_t> codes(16, 3);  // the bottom-right cell
   codes[0] = kNoWindowCell;
   codes[1] = 4;  // past the 2 x 2 window
   std::vector<float> blocked(64, 7.0f);
-  UnpoolBlocked16(grad.data(), codes.data(), planes, blocked.data());
-  for (int64_t cell = 0; cell < 4; ++cell) {
-    for (int64_t lane = 0; lane < 16; ++lane) {
-      const bool routed = cell == 3 && lane >= 2;
-      EXPECT_EQ(blocked[cell * 16 + lane], routed ? 1.0f : 0.0f)
-          << "cell " << cell << " lane " << lane;
+  UnpoolBlocked(grad.data(), codes.data(), planes, blocked.data());
+  for (int64_t c = 0; c < 16; ++c) {
+    for (int64_t cell = 0; cell < 4; ++cell) {
+      const int64_t at = ((c / block) * 4 + cell) * block + c % block;
+      const bool routed = cell == 3 && c >= 2;
+      EXPECT_EQ(blocked[at], routed ? 1.0f : 0.0f)
+          << "cell " << cell << " channel " << c;
     }
   }
 }
 
-TEST(BlockedMaxPoolTest, FitsOnlyItsPool) {
-  EXPECT_TRUE(FitsBlockedMaxPool({1, 32, 14, 14}, kPool));
-  EXPECT_FALSE(FitsBlockedMaxPool({1, 24, 14, 14}, kPool));  // 16-blocks
-  EXPECT_FALSE(FitsBlockedMaxPool({1, 32, 13, 14}, kPool));  // odd height
-  EXPECT_FALSE(FitsBlockedMaxPool({1, 32, 14, 15}, kPool));  // odd width
-  EXPECT_FALSE(FitsBlockedMaxPool({1, 32, 14, 14},
+INSTANTIATE_TEST_SUITE_P(Blocks, BlockedMaxPoolTest,
+                         ::testing::Values(int64_t{16}, int64_t{8}),
+                         [](const auto& info) {
+                           return "nChw" + std::to_string(info.param) + "c";
+                         });
+
+TEST(FitsBlockedMaxPoolTest, FitsOnlyItsPool) {
+  EXPECT_TRUE(FitsBlockedMaxPool({1, 32, 14, 14, 16}, kPool));
+  EXPECT_TRUE(FitsBlockedMaxPool({1, 24, 14, 14, 8}, kPool));
+  EXPECT_FALSE(FitsBlockedMaxPool({1, 24, 14, 14, 16}, kPool));  // 16-blocks
+  EXPECT_FALSE(FitsBlockedMaxPool({1, 12, 14, 14, 8}, kPool));   // 8-blocks
+  EXPECT_FALSE(FitsBlockedMaxPool({1, 32, 14, 14, 4}, kPool));   // no kernel
+  EXPECT_FALSE(FitsBlockedMaxPool({1, 32, 14, 14, 0}, kPool));   // plain
+  EXPECT_FALSE(FitsBlockedMaxPool({1, 32, 13, 14, 16}, kPool));  // odd height
+  EXPECT_FALSE(FitsBlockedMaxPool({1, 32, 14, 15, 16}, kPool));  // odd width
+  EXPECT_FALSE(FitsBlockedMaxPool({1, 32, 14, 14, 16},
                                   {.kernel = {2, 2}, .stride = {1, 1}}));
   EXPECT_FALSE(FitsBlockedMaxPool(
-      {1, 32, 14, 14},
+      {1, 32, 14, 14, 16},
       {.kernel = {2, 2}, .stride = {2, 2}, .padding = {1, 0}}));
-  EXPECT_FALSE(FitsBlockedMaxPool({1, 32, 14, 14},
+  EXPECT_FALSE(FitsBlockedMaxPool({1, 32, 14, 14, 16},
                                   {.kernel = {3, 3}, .stride = {2, 2}}));
 }
 

@@ -11,10 +11,9 @@
 namespace kindling::cpu {
 namespace {
 
-// kBlock: the channels of one block, innermost in nChw16c; each is handled
-// as two halves of eight AVX2 lanes.
-constexpr int64_t kBlock = 16;
-constexpr int64_t kHalf = 8;
+// kLanes: the channels one AVX2 vector holds; a block (planes.block, 8 or
+// 16 channels innermost) is handled as one or two such groups.
+constexpr int64_t kLanes = 8;
 
 // Best: the running maximum of eight channels' window and the window code
 // (backend.h: 0 1 / 2 3) of the cell it came from.
@@ -41,29 +40,29 @@ inline __m256 Routed(__m256 grad, __m256i codes, int32_t code) {
   return _mm256_add_ps(_mm256_and_ps(grad, mask), _mm256_setzero_ps());
 }
 
-// Window: one 2x2 window of a blocked plane: the offsets of its top row's
-// and bottom row's first cells' sixteen channels from the plane's start.
+// Window: one 2x2 window of a blocked plane of `block` channels a cell: the
+// offsets of its top row's and bottom row's first cells from the plane's
+// start, and of a cell's right neighbour.
 struct Window {
-  Window(int64_t oh, int64_t ow, int64_t width)
-      : top(2 * oh * width + 2 * ow), bottom(top + width) {}
+  Window(int64_t oh, int64_t ow, int64_t width, int64_t block)
+      : top((2 * oh * width + 2 * ow) * block),
+        bottom(top + width * block),
+        next(block) {}
 
-  int64_t top_offset() const { return top * kBlock; }
-  int64_t bottom_offset() const { return bottom * kBlock; }
-
-  int64_t top, bottom;  // cells
+  int64_t top, bottom, next;  // floats
 };
 
-// PoolHalf() pools window `w` of eight channels of a blocked plane (from
-// `plane`, offset to the half's first channel) into `value` and `code`
+// PoolLanes() pools window `w` of eight channels of a blocked plane (from
+// `plane`, offset to the group's first channel) into `value` and `code`
 // (-1, which becomes kNoWindowCell, where kRelu passes no gradient).
-inline void PoolHalf(const float* plane, const Window& w, bool relu,
-                     float* value, int32_t* code) {
-  const float* top = plane + w.top_offset();
-  const float* bottom = plane + w.bottom_offset();
+inline void PoolLanes(const float* plane, const Window& w, bool relu,
+                      float* value, int32_t* code) {
+  const float* top = plane + w.top;
+  const float* bottom = plane + w.bottom;
   Best best{_mm256_loadu_ps(top), _mm256_setzero_si256()};
-  Take(best, _mm256_loadu_ps(top + kBlock), 1);
+  Take(best, _mm256_loadu_ps(top + w.next), 1);
   Take(best, _mm256_loadu_ps(bottom), 2);
-  Take(best, _mm256_loadu_ps(bottom + kBlock), 3);
+  Take(best, _mm256_loadu_ps(bottom + w.next), 3);
   if (relu) {
     // kRelu: 0 unless the maximum is > 0; no argmax where it is <= 0.
     const __m256 zero = _mm256_setzero_ps();
@@ -76,41 +75,46 @@ inline void PoolHalf(const float* plane, const Window& w, bool relu,
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(code), best.code);
 }
 
-// UnpoolHalf() writes the gradient under window `w` of eight channels of a
-// blocked plane (from `plane`, offset to the half's first channel): each
+// UnpoolLanes() writes the gradient under window `w` of eight channels of a
+// blocked plane (from `plane`, offset to the group's first channel): each
 // cell grad where it is the channel's window code `code`, else 0.
-inline void UnpoolHalf(const float* grad, const int32_t* code, const Window& w,
-                       float* plane) {
+inline void UnpoolLanes(const float* grad, const int32_t* code, const Window& w,
+                        float* plane) {
   const __m256 routed = _mm256_loadu_ps(grad);
   const __m256i codes =
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(code));
-  float* top = plane + w.top_offset();
-  float* bottom = plane + w.bottom_offset();
+  float* top = plane + w.top;
+  float* bottom = plane + w.bottom;
   _mm256_storeu_ps(top, Routed(routed, codes, 0));
-  _mm256_storeu_ps(top + kBlock, Routed(routed, codes, 1));
+  _mm256_storeu_ps(top + w.next, Routed(routed, codes, 1));
   _mm256_storeu_ps(bottom, Routed(routed, codes, 2));
-  _mm256_storeu_ps(bottom + kBlock, Routed(routed, codes, 3));
+  _mm256_storeu_ps(bottom + w.next, Routed(routed, codes, 3));
 }
 
 // The sizes of one call's loops.
 struct Geometry {
   explicit Geometry(const BlockedPlanes& planes)
-      : blocks(planes.samples * (planes.channels / kBlock)),
+      : block(planes.block),
+        blocks(planes.samples * (planes.channels / block)),
         width(planes.width),
         out_h(planes.height / 2),
         out_w(planes.width / 2),
         out_plane(out_h * out_w),
-        blocked_plane(planes.height * planes.width * kBlock) {}
+        blocked_plane(planes.height * planes.width * block) {}
 
-  int64_t blocks, width, out_h, out_w, out_plane, blocked_plane;
+  Window WindowAt(int64_t oh, int64_t ow) const {
+    return Window(oh, ow, width, block);
+  }
+
+  int64_t block, blocks, width, out_h, out_w, out_plane, blocked_plane;
 };
 
-// A block's sixteen NCHW planes are adjacent: block b's outputs are the
-// 16 * out_plane values from b * 16 * out_plane on, plane by plane. The
-// kernels gather or scatter them through a tile [out_plane][16] (channel
-// innermost, as the blocked layout), so that memory is read and written in
-// order: writing the sixteen planes' rows as each output row completed took
-// longer than the pool's arithmetic.
+// A block's NCHW planes are adjacent: block b's outputs are the
+// block * out_plane values from b * block * out_plane on, plane by plane.
+// The kernels gather or scatter them through a tile [out_plane][block]
+// (channel innermost, as the blocked layout), so that memory is read and
+// written in order: writing the sixteen planes' rows as each output row
+// completed took longer than the pool's arithmetic.
 
 // kPrefetchRows: the forward prefetches the input rows this far below the
 // window's top row. Right after the convolution, the pool waited on its
@@ -120,6 +124,7 @@ struct Geometry {
 // and pool (batch 128, 2 threads) took 1.40-1.46 ms against 1.72-1.76 ms,
 // 0.2 ms over the convolution alone; 2 to 8 rows ahead measured alike.
 constexpr int64_t kPrefetchRows = 4;
+constexpr int64_t kFloatsPerLine = 16;  // a 64-byte cache line
 
 }  // namespace
 
@@ -128,76 +133,80 @@ bool FitsBlockedMaxPool(const BlockedPlanes& planes,
   return pool.kernel[0] == 2 && pool.kernel[1] == 2 && pool.stride[0] == 2 &&
          pool.stride[1] == 2 && pool.padding[0] == 0 && pool.padding[1] == 0 &&
          pool.dilation[0] == 1 && pool.dilation[1] == 1 &&
-         planes.channels % kBlock == 0 && planes.height % 2 == 0 &&
+         (planes.block == 8 || planes.block == 16) &&
+         planes.channels % planes.block == 0 && planes.height % 2 == 0 &&
          planes.width % 2 == 0 && planes.height > 0 && planes.width > 0;
 }
 
-void MaxPoolBlocked16(const float* blocked, const BlockedPlanes& planes,
-                      PoolActivation activation, float* out, uint8_t* codes) {
+void MaxPoolBlocked(const float* blocked, const BlockedPlanes& planes,
+                    PoolActivation activation, float* out, uint8_t* codes) {
   const Geometry g(planes);
+  const int64_t block_size = g.block;
   const bool relu = activation == PoolActivation::kRelu;
-  std::vector<float> values(g.out_plane * kBlock);
-  std::vector<int32_t> window_codes(g.out_plane * kBlock);
+  std::vector<float> values(g.out_plane * block_size);
+  std::vector<int32_t> window_codes(g.out_plane * block_size);
   for (int64_t block = 0; block < g.blocks; ++block) {
     const float* plane = blocked + block * g.blocked_plane;
     for (int64_t oh = 0; oh < g.out_h; ++oh) {
       // The two input rows kPrefetchRows below: written out here, since
       // GCC takes a function holding only prefetches for one without
       // effects and drops its calls.
+      const int64_t row = g.width * block_size;
       const int64_t ahead =
-          block * g.blocked_plane + (2 * oh + kPrefetchRows) * g.width * kBlock;
+          block * g.blocked_plane + (2 * oh + kPrefetchRows) * row;
       const int64_t ahead_end =
-          std::min(g.blocks * g.blocked_plane, ahead + 2 * g.width * kBlock);
-      for (int64_t i = ahead; i < ahead_end; i += kBlock) {
+          std::min(g.blocks * g.blocked_plane, ahead + 2 * row);
+      for (int64_t i = ahead; i < ahead_end; i += kFloatsPerLine) {
         _mm_prefetch(reinterpret_cast<const char*>(blocked + i), _MM_HINT_T0);
       }
       for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        const int64_t at = (oh * g.out_w + ow) * kBlock;
-        for (int64_t half = 0; half < kBlock; half += kHalf) {
-          PoolHalf(plane + half, Window(oh, ow, g.width), relu,
-                   &values[at + half], &window_codes[at + half]);
+        const int64_t at = (oh * g.out_w + ow) * block_size;
+        for (int64_t lane = 0; lane < block_size; lane += kLanes) {
+          PoolLanes(plane + lane, g.WindowAt(oh, ow), relu, &values[at + lane],
+                    &window_codes[at + lane]);
         }
       }
     }
-    const int64_t first = block * kBlock * g.out_plane;
-    for (int64_t c = 0; c < kBlock; ++c) {
+    const int64_t first = block * block_size * g.out_plane;
+    for (int64_t c = 0; c < block_size; ++c) {
       float* out_plane = out + first + c * g.out_plane;
       for (int64_t p = 0; p < g.out_plane; ++p) {
-        out_plane[p] = values[p * kBlock + c];
+        out_plane[p] = values[p * block_size + c];
       }
       if (codes == nullptr) continue;
       uint8_t* codes_plane = codes + first + c * g.out_plane;
       for (int64_t p = 0; p < g.out_plane; ++p) {
         // 0..3, or -1: kNoWindowCell.
-        codes_plane[p] = static_cast<uint8_t>(window_codes[p * kBlock + c]);
+        codes_plane[p] = static_cast<uint8_t>(window_codes[p * block_size + c]);
       }
     }
   }
 }
 
-void UnpoolBlocked16(const float* grad, const uint8_t* codes,
-                     const BlockedPlanes& planes, float* blocked) {
+void UnpoolBlocked(const float* grad, const uint8_t* codes,
+                   const BlockedPlanes& planes, float* blocked) {
   const Geometry g(planes);
-  std::vector<float> grads(g.out_plane * kBlock);
-  std::vector<int32_t> window_codes(g.out_plane * kBlock);
+  const int64_t block_size = g.block;
+  std::vector<float> grads(g.out_plane * block_size);
+  std::vector<int32_t> window_codes(g.out_plane * block_size);
   for (int64_t block = 0; block < g.blocks; ++block) {
-    const int64_t first = block * kBlock * g.out_plane;
-    for (int64_t c = 0; c < kBlock; ++c) {
+    const int64_t first = block * block_size * g.out_plane;
+    for (int64_t c = 0; c < block_size; ++c) {
       const float* grad_plane = grad + first + c * g.out_plane;
       const uint8_t* codes_plane = codes + first + c * g.out_plane;
       for (int64_t p = 0; p < g.out_plane; ++p) {
-        grads[p * kBlock + c] = grad_plane[p];
+        grads[p * block_size + c] = grad_plane[p];
         // kNoWindowCell matches no cell.
-        window_codes[p * kBlock + c] = codes_plane[p];
+        window_codes[p * block_size + c] = codes_plane[p];
       }
     }
     float* plane = blocked + block * g.blocked_plane;
     for (int64_t oh = 0; oh < g.out_h; ++oh) {
       for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        const int64_t at = (oh * g.out_w + ow) * kBlock;
-        for (int64_t half = 0; half < kBlock; half += kHalf) {
-          UnpoolHalf(&grads[at + half], &window_codes[at + half],
-                     Window(oh, ow, g.width), plane + half);
+        const int64_t at = (oh * g.out_w + ow) * block_size;
+        for (int64_t lane = 0; lane < block_size; lane += kLanes) {
+          UnpoolLanes(&grads[at + lane], &window_codes[at + lane],
+                      g.WindowAt(oh, ow), plane + lane);
         }
       }
     }

@@ -32,10 +32,13 @@ memory::desc Plain(const memory::dims& dims, memory::format_tag tag) {
   return memory::desc(dims, memory::data_type::f32, tag);
 }
 
-// Blocked16() is oneDNN's nChw16c layout of `dims`, sixteen channels
-// innermost: the layout blocked_max_pool.h reads and writes.
-memory::desc Blocked16(const memory::dims& dims) {
-  return Plain(dims, memory::format_tag::nChw16c);
+// PoolBlockOf() is the channel block of `desc`, a layout of `dims` that
+// blocked_max_pool.h reads and writes: 16 for nChw16c (oneDNN's AVX-512
+// convolutions), 8 for nChw8c (its AVX2 ones), else 0.
+int64_t PoolBlockOf(const memory::desc& desc, const memory::dims& dims) {
+  if (desc == Plain(dims, memory::format_tag::nChw16c)) return 16;
+  if (desc == Plain(dims, memory::format_tag::nChw8c)) return 8;
+  return 0;
 }
 
 // The descriptor of `batch` samples of `tensor`'s buffer as it is laid out
@@ -199,16 +202,17 @@ struct ForwardPlan {
         dst(Port::Direction::kOut, Plain(args.dst, memory::format_tag::nchw),
             desc.dst_desc()),
         has_bias(args.has_bias),
-        dst_blocked16(desc.dst_desc() == Blocked16(args.dst) &&
-                      dst.reorders()) {}
+        dst_block(dst.reorders() ? PoolBlockOf(desc.dst_desc(), args.dst) : 0) {
+  }
 
   dnnl::convolution_forward::primitive_desc desc;
   dnnl::convolution_forward conv;
   memory scratchpad;
   Port src, weights, dst;
   bool has_bias;
-  // The output comes in nChw16c, which blocked_max_pool.h pools.
-  bool dst_blocked16;
+  // The output's channel block where blocked_max_pool.h pools its layout
+  // (nChw16c or nChw8c), else 0.
+  int64_t dst_block;
 };
 
 // BackwardPlan: one slab's data and weights gradients' primitives (either
@@ -225,9 +229,10 @@ struct BackwardPlan {
   std::optional<Port> weights_diff_dst;
   std::optional<Port> weights_src, weights_diff_weights;
   std::vector<float> weight_partial, bias_partial;
-  // Every primitive reads the incoming gradient in nChw16c, which
-  // blocked_max_pool.h writes.
-  bool diff_dst_blocked16 = false;
+  // The channel block of the layout every primitive reads the incoming
+  // gradient in, where blocked_max_pool.h writes it (nChw16c or nChw8c),
+  // else 0.
+  int64_t diff_dst_block = 0;
 
   // IncomingPorts() are the ports that take the incoming gradient.
   std::vector<const Port*> IncomingPorts() const {
@@ -520,10 +525,13 @@ Slabs<BackwardPlan> BackwardSlabs(const BackwardOperands& operands,
           if (wants_weight) {
             AddWeightsGradient(*args, forward, *user_src, *plan);
           }
-          plan->diff_dst_blocked16 = true;
-          for (const Port* port : plan->IncomingPorts()) {
-            if (port->wanted() != Blocked16(args->dst) || !port->reorders()) {
-              plan->diff_dst_blocked16 = false;
+          const std::vector<const Port*> incoming = plan->IncomingPorts();
+          plan->diff_dst_block =
+              incoming.empty() ? 0
+                               : PoolBlockOf(incoming[0]->wanted(), args->dst);
+          for (const Port* port : incoming) {
+            if (port->wanted() != incoming[0]->wanted() || !port->reorders()) {
+              plan->diff_dst_block = 0;
             }
           }
           return plan;
@@ -604,9 +612,20 @@ Shape ConvolvedShape(const Shape& input, const Shape& weight,
                window.OutputSize(1, input[3])};
 }
 
-// PlanesOf() is a slab's share of the convolution's output `out`.
-BlockedPlanes PlanesOf(const Shape& out, const Slab& slab) {
-  return {slab.size(), out[1], out[2], out[3]};
+// PlanesOf() is a slab's share of the convolution's output `out`, in a
+// layout of `block` channels innermost.
+BlockedPlanes PlanesOf(const Shape& out, const Slab& slab, int64_t block) {
+  return {slab.size(), out[1], out[2], out[3], block};
+}
+
+// CommonBlock() is the channel block all `blocks` share, or 0 where one is
+// 0 or they differ.
+int64_t CommonBlock(const std::vector<int64_t>& blocks) {
+  if (blocks.empty()) return 0;
+  for (int64_t block : blocks) {
+    if (block != blocks[0]) return 0;
+  }
+  return blocks[0];
 }
 
 }  // namespace
@@ -658,23 +677,25 @@ bool OneDnnConv2dMaxPool(const TensorBase& out, const TensorBase& argmax,
                          const Window2dGeometry& pool,
                          PoolActivation activation) {
   const Shape convolved = ConvolvedShape(input.shape(), weight.shape(), conv);
-  if (!FitsBlockedMaxPool(PlanesOf(convolved, {0, convolved[0]}), pool)) {
-    return false;
-  }
+  const Slab all{0, convolved[0]};
+  // The smallest block first: no plans for a pool that fits no layout.
+  if (!FitsBlockedMaxPool(PlanesOf(convolved, all, 8), pool)) return false;
   const Slabs<ForwardPlan> slabs =
       ForwardSlabs(convolved, input, weight, bias, conv);
   if (slabs.empty()) return false;
-  for (const ForwardPlan* plan : slabs.plans) {
-    if (!plan->dst_blocked16) return false;
-  }
+  std::vector<int64_t> blocks;
+  for (const ForwardPlan* plan : slabs.plans) blocks.push_back(plan->dst_block);
+  const int64_t block = CommonBlock(blocks);
+  if (!FitsBlockedMaxPool(PlanesOf(convolved, all, block), pool)) return false;
   const int64_t pooled_sample = out.numel() / convolved[0];
   slabs.Run([&](ForwardPlan& plan, const Slab& slab, dnnl::stream& stream) {
     ExecuteForward(plan, input, weight, bias, slab, plan.dst.staged(), stream);
     stream.wait();
     const int64_t first = slab.begin * pooled_sample;
-    MaxPoolBlocked16(
+    MaxPoolBlocked(
         static_cast<const float*>(plan.dst.staged().get_data_handle()),
-        PlanesOf(convolved, slab), activation, out.data_as<float>() + first,
+        PlanesOf(convolved, slab, block), activation,
+        out.data_as<float>() + first,
         argmax.defined() ? argmax.data_as<uint8_t>() + first : nullptr);
   });
   return true;
@@ -691,24 +712,26 @@ bool OneDnnConv2dMaxPoolBackward(
   const Shape convolved = ConvolvedShape(
       input_grad.defined() ? input_grad.shape() : input.shape(),
       weight_grad.defined() ? weight_grad.shape() : weight.shape(), conv);
-  if (!FitsBlockedMaxPool(PlanesOf(convolved, {0, convolved[0]}), pool)) {
-    return false;
-  }
+  const Slab all{0, convolved[0]};
+  if (!FitsBlockedMaxPool(PlanesOf(convolved, all, 8), pool)) return false;
   const Slabs<BackwardPlan> slabs = BackwardSlabs(operands, convolved, conv);
   if (slabs.empty()) return false;
+  std::vector<int64_t> blocks;
   for (const BackwardPlan* plan : slabs.plans) {
-    if (!plan->diff_dst_blocked16) return false;
+    blocks.push_back(plan->diff_dst_block);
   }
+  const int64_t block = CommonBlock(blocks);
+  if (!FitsBlockedMaxPool(PlanesOf(convolved, all, block), pool)) return false;
   const int64_t pooled_sample = pooled_grad.numel() / convolved[0];
   slabs.Run([&](BackwardPlan& plan, const Slab& slab, dnnl::stream& stream) {
     const int64_t first = slab.begin * pooled_sample;
     ExecuteBackward(
         plan, operands, slab,
         [&](Port& port) {
-          UnpoolBlocked16(pooled_grad.data_as<float>() + first,
-                          argmax.data_as<uint8_t>() + first,
-                          PlanesOf(convolved, slab),
-                          static_cast<float*>(port.staged().get_data_handle()));
+          UnpoolBlocked(pooled_grad.data_as<float>() + first,
+                        argmax.data_as<uint8_t>() + first,
+                        PlanesOf(convolved, slab, block),
+                        static_cast<float*>(port.staged().get_data_handle()));
           return port.staged();
         },
         stream);

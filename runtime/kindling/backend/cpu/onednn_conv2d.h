@@ -60,11 +60,12 @@ bool OneDnnConv2dBackward(const TensorBase& input_grad,
 
 // OneDnnConv2dMaxPool() and OneDnnConv2dMaxPoolBackward() take the
 // contract of Backend::Conv2dMaxPool / Conv2dMaxPoolBackward: the convolution
-// as above, its output pooled where oneDNN leaves it (nChw16c) and its
-// gradient written there, by blocked_max_pool.h. They return false, having
-// written nothing, where the convolution does not run on oneDNN, oneDNN's
-// layout is not nChw16c (no AVX-512, fewer than 16 input channels) or the
-// pool is not blocked_max_pool.h's (FitsBlockedMaxPool()). The pool is
+// as above, its output pooled where oneDNN leaves it (nChw16c on AVX-512,
+// nChw8c on AVX2) and its gradient written there, by blocked_max_pool.h.
+// They return false, having written nothing, where the convolution does not
+// run on oneDNN, oneDNN's layout is neither (fewer input channels than a
+// block, say) or the pool is not blocked_max_pool.h's
+// (FitsBlockedMaxPool()). The pool is
 // Kindling's, not oneDNN's pooling primitive: with its output and argmax
 // turned into Kindling's layout it measured slower (blocked_max_pool.h).
 // On the example CNN's conv2 at batch 128 (benches/conv_bench, Pooled) the
