@@ -10,6 +10,10 @@
 //                          no-metadata forward; the goal is 1.0.
 //   BM_ForwardBackward     forward + Backward(). `vs_forward`: its time / the
 //                          recording forward alone.
+//   BM_FusedLinearRelu     forward + Backward() with the hidden layers as
+//                          matmul_bias_relu (nn::Linear::ForwardRelu).
+//                          `fused_vs_separate`: its time / matmul_bias then
+//                          relu.
 //
 // BM_ForwardGradOn and BM_ForwardBackward also report `ratio_vs_torch` and
 // `ratio_vs_torch113`: their time / the same forward (or forward + backward
@@ -172,6 +176,37 @@ void BM_ForwardBackward(benchmark::State& state) {
       "mlp_forward_backward", MlpFlops().total());
 }
 BENCHMARK(BM_ForwardBackward)->Unit(benchmark::kMicrosecond);
+
+// The same MLP's forward + backward with each hidden layer as nn::Linear
+// writes it: matmul_bias_relu (the ReLU fused into the product's slabs)
+// against matmul_bias then relu, interleaved. `fused_vs_separate`: the fused
+// layers' time / the separate ops'.
+Tensor<0> LinearForward(const Mlp& mlp, const Batch& batch, bool fused) {
+  const auto hidden = [fused](const Tensor<2>& x, const Tensor<2>& w,
+                              const Tensor<1>& b) {
+    return fused ? matmul_bias_relu(x, w, b) : matmul_bias(x, w, b).relu();
+  };
+  const Tensor<2> h1 = hidden(batch.x, mlp.w1, mlp.b1);
+  const Tensor<2> h2 = hidden(h1, mlp.w2, mlp.b2);
+  const Tensor<2> logits = matmul_bias(h2, mlp.w3, mlp.b3);
+  return -gather(logits.log_softmax(1), 1, batch.labels).mean();
+}
+
+void BM_FusedLinearRelu(benchmark::State& state) {
+  const Mlp trainable = MakeMlp().WithRequireGrad(true);
+  const Batch batch = MakeBatch();
+  RunWithPeer(
+      state, "fused_vs_separate",
+      [&] {
+        benchmark::DoNotOptimize(
+            Backward(LinearForward(trainable, batch, true)));
+      },
+      [&] {
+        benchmark::DoNotOptimize(
+            Backward(LinearForward(trainable, batch, false)));
+      });
+}
+BENCHMARK(BM_FusedLinearRelu)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace kindling

@@ -4,11 +4,15 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <ostream>
 #include <span>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "kindling/autodiff/backward.h"
+#include "kindling/tensor/backend.h"
 #include "kindling/tensor/ops.h"
 #include "kindling/tensor/tensor.h"
 #include "tests/autodiff/gradcheck.h"
@@ -19,6 +23,7 @@ namespace {
 using testing::Gradcheck;
 using testing::GradcheckFn;
 using testing::RandomLeaf;
+using testing::ToDoubles;
 using Inputs = std::span<const TensorBase>;
 
 TensorBase IndexTensor(const std::vector<int64_t>& values, const Shape& shape) {
@@ -488,6 +493,136 @@ TEST(MatmulBiasGradientTest, SameBitsAsMatmulThenAdd) {
             fused_grads.Get(leaf_tensor->leaf_id())->Reshape(Shape{-1, 1}))
             .to_data<float>());
   }
+}
+
+// The fused fully connected layer (and its ReLU) against the ops it fuses,
+// bit for bit, values and every gradient, on shapes that take each path of
+// the CPU's kernel: one serial GEMM, slabs of rows, slabs of columns, a
+// contiguous batch folded into one GEMM, a transposed weight view, and a
+// strided batch the kernel declines (the composed ops run).
+struct FusedLinearCase {
+  const char* name;
+  Shape input;  // [.., K]
+  int64_t n;
+  bool transposed_weight = false;
+  bool strided_input = false;
+};
+
+void PrintTo(const FusedLinearCase& c, std::ostream* os) { *os << c.name; }
+
+class FusedLinearTest
+    : public ::testing::TestWithParam<std::tuple<FusedLinearCase, DType>> {};
+
+TEST_P(FusedLinearTest, SameBitsAsTheOpsItFuses) {
+  const auto& [c, dtype] = GetParam();
+  Generator generator(37);
+  const int64_t k = c.input[c.input.rank() - 1];
+  const auto leaf = [&](const Shape& shape) {
+    return TensorBase(Tensor<1>::RandomNormal({shape.num_elements()}, generator)
+                          .base()
+                          .Reshape(shape)
+                          .To(dtype))
+        .set_require_grad(true);
+  };
+  TensorBase x = leaf(c.input);
+  if (c.strided_input) {
+    // Every other row of a taller tensor: a batch that is not one block.
+    Shape tall = c.input;
+    tall[tall.rank() - 2] *= 2;
+    x = leaf(tall);
+  }
+  const TensorBase w_leaf =
+      c.transposed_weight ? leaf({c.n, k}) : leaf({k, c.n});
+  // The views of x and w the product reads, made afresh for each graph (a
+  // view is a node of the graph it is used in).
+  const auto input = [&] {
+    return c.strided_input
+               ? x.Slice(x.rank() - 2, 0, c.input[c.input.rank() - 2] * 2, 2)
+               : x;
+  };
+  const auto weight = [&] {
+    return c.transposed_weight ? w_leaf.Transpose(0, 1) : w_leaf;
+  };
+  const TensorBase b = leaf({c.n});
+  Shape out_shape(c.input.dims().first(c.input.rank() - 1));
+  out_shape.push_back(c.n);
+  const TensorBase upstream = leaf(out_shape).Detach();
+  for (ProductActivation activation :
+       {ProductActivation::kNone, ProductActivation::kRelu}) {
+    const bool relu = activation == ProductActivation::kRelu;
+    SCOPED_TRACE(relu ? "relu" : "none");
+    const TensorBase fused = ops::MatmulBias(input(), weight(), b, activation);
+    TensorBase composed =
+        ops::Binary(BinaryOp::kAdd, ops::Matmul(input(), weight()), b);
+    if (relu) composed = ops::Unary(UnaryOp::kRelu, composed);
+    ASSERT_EQ(composed.shape(), fused.shape());
+    EXPECT_EQ(ToDoubles(composed), ToDoubles(fused));
+    // The CPU's fused kernel takes every case but the strided batch.
+    Shape weight_shape(c.input.dims().first(c.input.rank() - 2));
+    weight_shape.push_back(k);
+    weight_shape.push_back(c.n);
+    const TensorBase out = TensorBase::Empty(out_shape, dtype, Device::Cpu());
+    EXPECT_EQ(!c.strided_input,
+              GetBackend(Device::Cpu())
+                  .MatmulBias(out, input().Detach(),
+                              weight().Detach().Expand(weight_shape),
+                              b.Detach(), activation));
+    const auto gradients = [&](const TensorBase& y) {
+      return Backward(ops::ReduceAll(ReduceOp::kSum,
+                                     ops::Binary(BinaryOp::kMul, y, upstream)));
+    };
+    const Gradients fused_grads = gradients(fused);
+    const Gradients composed_grads = gradients(composed);
+    for (const TensorBase* leaf_tensor :
+         std::array<const TensorBase*, 3>{&x, &w_leaf, &b}) {
+      EXPECT_EQ(ToDoubles(*composed_grads.Get(leaf_tensor->leaf_id())),
+                ToDoubles(*fused_grads.Get(leaf_tensor->leaf_id())));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, FusedLinearTest,
+    ::testing::Combine(
+        ::testing::Values(
+            FusedLinearCase{"serial", {5, 7}, 3},
+            FusedLinearCase{"row_slabs", {128, 96}, 40},
+            FusedLinearCase{"column_slabs", {40, 96}, 130},
+            FusedLinearCase{"folded_batch", {3, 50, 64}, 72},
+            FusedLinearCase{"transposed_weight", {70, 64}, 48, true},
+            FusedLinearCase{"strided_batch", {2, 33, 64}, 40, false, true}),
+        ::testing::Values(DType::kF32, DType::kF64)),
+    [](const auto& info) {
+      return std::string(std::get<0>(info.param).name) +
+             (std::get<1>(info.param) == DType::kF32 ? "_f32" : "_f64");
+    });
+
+TEST(FusedLinearGradientTest, ReluMatchesFiniteDifferences) {
+  Generator generator(38);
+  const std::vector<TensorBase> inputs = {RandomLeaf({2, 3, 4}, generator),
+                                          RandomLeaf({5, 4}, generator),
+                                          RandomLeaf({5}, generator)};
+  EXPECT_TRUE(Gradcheck(
+      [](Inputs x) {
+        return ops::MatmulBias(x[0], x[1].Transpose(0, 1), x[2],
+                               ProductActivation::kRelu);
+      },
+      inputs));
+}
+
+TEST(FusedLinearGradientTest, ANanSumPassesNoGradient) {
+  // relu(NaN) is 0 either way; relu's own gradient passes the incoming one
+  // through a NaN input, the fused op's (read from the output) does not.
+  const TensorBase x = Tensor<2>::FromData<float>({std::nanf(""), 1.0f}, {1, 2})
+                           .base()
+                           .set_require_grad(true);
+  const TensorBase w = Tensor<2>::FromData<float>({1.0f, 1.0f}, {2, 1}).base();
+  const TensorBase b = Tensor<1>::FromData<float>({0.5f}, {1}).base();
+  const TensorBase y = ops::MatmulBias(x, w, b, ProductActivation::kRelu);
+  EXPECT_EQ(0.0f, Tensor<2>(y).to_data<float>()[0]);
+  const Gradients grads = Backward(ops::ReduceAll(ReduceOp::kSum, y));
+  EXPECT_EQ((std::vector<double>{0.0, 0.0}),
+            ToDoubles(*grads.Get(x.leaf_id())));
 }
 
 // --- Indexing ----------------------------------------------------------------

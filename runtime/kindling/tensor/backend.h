@@ -76,6 +76,12 @@ struct Window2dGeometry {
 //          MaxPool2dBackward through that argmax is the two ops' gradient.
 enum class PoolActivation { kNone, kRelu };
 
+// ProductActivation: what Backend::MatmulBias applies to each entry of the
+// product plus bias.
+//   kNone  the sum itself.
+//   kRelu  element_math::Relu of it (0 unless the sum is > 0, so NaN gives 0).
+enum class ProductActivation { kNone, kRelu };
+
 // Window codes: the compact argmax of a pooled convolution
 // (Backend::Conv2dMaxPool): per window, as a u8, the position of its
 // maximum within the window, row-major (i * kernel_w + j: 0 1 / 2 3 for a
@@ -156,6 +162,18 @@ class Backend {
   // dims B.. are already broadcast (possibly zero strides).
   virtual void Matmul(const TensorBase& out, const TensorBase& lhs,
                       const TensorBase& rhs) = 0;
+
+  // MatmulBias(): out [B.., M, N] = activation(lhs [B.., M, K] x rhs [B.., K,
+  // N] + bias [N]), the sum rounded to out's dtype before the activation:
+  // the values of Matmul, Binary(kAdd) and Unary(kRelu) one after the other,
+  // bit for bit, while the product is still in cache. Returns false, having
+  // written nothing, where the backend has no such kernel for these operands
+  // (the caller then runs those ops). The default has none.
+  virtual bool MatmulBias(const TensorBase& out, const TensorBase& lhs,
+                          const TensorBase& rhs, const TensorBase& bias,
+                          ProductActivation activation) {
+    return false;
+  }
 
   // --- Indexing --------------------------------------------------------------
 

@@ -109,10 +109,60 @@ TensorBase MatmulGradRhs(const TensorBase& grad, const TensorBase& a,
   return autodiff::SumToShape(Matmul(a.Transpose(-1, -2), grad), b.shape());
 }
 
+// FusedMatmulBias() is MatmulBias's forward through the backend's fused
+// kernel (Backend::MatmulBias), or an undefined tensor, having computed
+// nothing, where these operands have none: another rank or dtype than the
+// kernel takes, a size the product checks would reject, a 16-bit float
+// computed in f32.
+TensorBase FusedMatmulBias(const TensorBase& input, const TensorBase& weight,
+                           const TensorBase& bias,
+                           ProductActivation activation) {
+  if (input.rank() < 2 || weight.rank() != 2 ||
+      input.shape()[input.rank() - 1] != weight.shape()[0] ||
+      input.dtype() != weight.dtype() || input.dtype() == DType::kBool ||
+      input.device() != weight.device() ||
+      ComputeDTypeOn(input.dtype(), input.device()) != input.dtype()) {
+    return TensorBase();
+  }
+  Shape out_shape(input.shape().dims().first(input.rank() - 1));
+  out_shape.push_back(weight.shape()[1]);
+  Shape weight_shape(input.shape().dims().first(input.rank() - 2));
+  weight_shape.push_back(weight.shape()[0]);
+  weight_shape.push_back(weight.shape()[1]);
+  TensorBase out = TensorBase::Empty(out_shape, input.dtype(), input.device());
+  if (out.numel() == 0) return TensorBase();
+  if (!GetBackend(input.device())
+           .MatmulBias(out, input, weight.Expand(weight_shape), bias,
+                       activation)) {
+    return TensorBase();
+  }
+  return out;
+}
+
+// ComposedMatmulBias() is MatmulBias's forward as Matmul, an add in place
+// and a ReLU: the values the fused kernel must match.
+TensorBase ComposedMatmulBias(const TensorBase& input, const TensorBase& weight,
+                              const TensorBase& bias,
+                              ProductActivation activation) {
+  TensorBase product = Matmul(input, weight);
+  // Where the product is rounded to a 16-bit float after an f32 compute,
+  // the add goes through Binary() to round the same way as the two ops.
+  if (product.numel() == 0 ||
+      ComputeDTypeOn(product.dtype(), product.device()) != product.dtype()) {
+    product = Binary(BinaryOp::kAdd, product, bias);
+  } else {
+    // Binary's out may alias its lhs exactly: the product is ours alone.
+    GetBackend(product.device())
+        .Binary(BinaryOp::kAdd, product, product, bias.Expand(product.shape()));
+  }
+  return activation == ProductActivation::kRelu ? Unary(UnaryOp::kRelu, product)
+                                                : product;
+}
+
 }  // namespace
 
 TensorBase MatmulBias(const TensorBase& input, const TensorBase& weight,
-                      const TensorBase& bias) {
+                      const TensorBase& bias, ProductActivation activation) {
   CheckDefined(input, "matmul_bias");
   CheckDefined(weight, "matmul_bias");
   CheckDefined(bias, "matmul_bias");
@@ -126,27 +176,28 @@ TensorBase MatmulBias(const TensorBase& input, const TensorBase& weight,
                  std::string(DTypeName(input.dtype())),
                  input.shape().ToString(), std::string(DTypeName(bias.dtype())),
                  bias.shape().ToString());
+  const bool relu = activation == ProductActivation::kRelu;
   const auto forward = [&] {
-    TensorBase product = Matmul(input, weight);
-    // Where the product is rounded to a 16-bit float after an f32 compute,
-    // the add goes through Binary() to round the same way as the two ops.
-    if (product.numel() == 0 ||
-        ComputeDTypeOn(product.dtype(), product.device()) != product.dtype()) {
-      return Binary(BinaryOp::kAdd, product, bias);
-    }
-    // Binary's out may alias its lhs exactly: the product is ours alone.
-    GetBackend(product.device())
-        .Binary(BinaryOp::kAdd, product, product, bias.Expand(product.shape()));
-    return product;
+    TensorBase fused = FusedMatmulBias(input, weight, bias, activation);
+    if (fused.defined()) return fused;
+    return ComposedMatmulBias(input, weight, bias, activation);
   };
   if (!autodiff::ShouldRecord(input, weight, bias)) return forward();
   TensorBase out = autodiff::Untracked(forward);
+  // With the ReLU, the gradient reaching the product is relu_backward's
+  // through the output: out > 0 exactly where the sum is.
+  const SavedTensor relu_out = relu ? SavedTensor(out) : SavedTensor();
   return autodiff::Record(
-      "matmul_bias", {input, weight, bias}, std::move(out),
-      [a = SavedTensor(input), b = SavedTensor(weight),
+      relu ? "matmul_bias_relu" : "matmul_bias", {input, weight, bias},
+      std::move(out),
+      [a = SavedTensor(input), b = SavedTensor(weight), relu_out,
        bias_shape = bias.shape(), need_a = input.is_require_grad(),
-       need_b = weight.is_require_grad(),
-       need_bias = bias.is_require_grad()](const TensorBase& grad) -> GradList {
+       need_b = weight.is_require_grad(), need_bias = bias.is_require_grad()](
+          const TensorBase& out_grad) -> GradList {
+        const TensorBase grad =
+            relu_out.defined()
+                ? Binary(BinaryOp::kReluBackward, out_grad, relu_out)
+                : out_grad;
         return {
             need_a ? MatmulGradLhs(grad, a, b) : TensorBase(),
             need_b ? MatmulGradRhs(grad, a, b) : TensorBase(),

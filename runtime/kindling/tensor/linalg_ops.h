@@ -3,6 +3,7 @@
 #ifndef KINDLING_TENSOR_LINALG_OPS_H_
 #define KINDLING_TENSOR_LINALG_OPS_H_
 
+#include "kindling/tensor/backend.h"
 #include "kindling/tensor/tensor_base.h"
 
 namespace kindling::ops {
@@ -16,10 +17,21 @@ TensorBase Matmul(const TensorBase& lhs, const TensorBase& rhs);
 // product while it is still in cache, where a separate add writes a second
 // tensor: on a char-LM block's [4096, 128] x [128, 384] projection (2
 // threads) the product and a separate add took 1.11-1.14 ms, this op
-// 0.92 ms, the product alone 0.80-0.85 ms. weight must be a matrix and bias
-// a vector of its N columns.
+// 0.92 ms, the product alone 0.80-0.85 ms. Where the backend has a fused
+// kernel (Backend::MatmulBias: the CPU's f32 and f64 products that are one
+// GEMM), each thread adds the bias to its own slab of the product right
+// after computing it. weight must be a matrix and bias a vector of its N
+// columns.
+//
+// With ProductActivation::kRelu the op is Relu(Matmul(input, weight) +
+// bias) (a Linear layer and its ReLU, nn::Linear::ForwardRelu): the same
+// values, and the same gradients except where the sum is NaN (relu's own
+// gradient passes the incoming one there; this op's, which reads the ReLU's
+// output, gives 0). It saves no pre-activation tensor, and where the
+// backend fuses it the ReLU costs no pass of its own.
 TensorBase MatmulBias(const TensorBase& input, const TensorBase& weight,
-                      const TensorBase& bias);
+                      const TensorBase& bias,
+                      ProductActivation activation = ProductActivation::kNone);
 
 }  // namespace kindling::ops
 

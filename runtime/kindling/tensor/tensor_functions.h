@@ -172,6 +172,17 @@ requires(D >= 2 && !std::is_same_v<K, Bool>) Tensor<D, K> matmul_bias(
       ops::MatmulBias(input.base(), weight.base(), bias.base()));
 }
 
+// matmul_bias_relu(): relu(matmul(input, weight) + bias) as one op, a fully
+// connected layer and its ReLU (linalg_ops.h; the gradient through a NaN sum
+// is 0 where relu's passes it): [.., K] x [K, N] + [N] -> [.., N].
+template <int D, TensorKind K>
+requires(D >= 2 && !std::is_same_v<K, Bool>) Tensor<D, K> matmul_bias_relu(
+    const Tensor<D, K>& input, const Tensor<2, K>& weight,
+    const Tensor<1, K>& bias) {
+  return Tensor<D, K>(ops::MatmulBias(input.base(), weight.base(), bias.base(),
+                                      ProductActivation::kRelu));
+}
+
 // cat() joins along an existing axis; stack() along a new one.
 template <int D, TensorKind K>
 Tensor<D, K> cat(std::span<const Tensor<D, K>> tensors, int axis) {

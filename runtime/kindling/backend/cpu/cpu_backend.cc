@@ -54,6 +54,12 @@ void CpuBackend::Matmul(const TensorBase& out, const TensorBase& lhs,
   MatmulKernel(out, lhs, rhs);
 }
 
+bool CpuBackend::MatmulBias(const TensorBase& out, const TensorBase& lhs,
+                            const TensorBase& rhs, const TensorBase& bias,
+                            ProductActivation activation) {
+  return MatmulBiasKernel(out, lhs, rhs, bias, activation);
+}
+
 void CpuBackend::CheckIndices(const TensorBase& index, int64_t bound,
                               const char* op) {
   CheckIndicesKernel(index, bound, op);

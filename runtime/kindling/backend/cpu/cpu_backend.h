@@ -34,6 +34,9 @@ class CpuBackend final : public Backend {
                bool log) override;
   void Matmul(const TensorBase& out, const TensorBase& lhs,
               const TensorBase& rhs) override;
+  bool MatmulBias(const TensorBase& out, const TensorBase& lhs,
+                  const TensorBase& rhs, const TensorBase& bias,
+                  ProductActivation activation) override;
   void CheckIndices(const TensorBase& index, int64_t bound,
                     const char* op) override;
   void IndexSelect(const TensorBase& out, const TensorBase& in, int axis,

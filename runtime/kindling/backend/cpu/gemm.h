@@ -99,14 +99,22 @@ inline std::pair<int64_t, int64_t> GemmSlab(int64_t extent, int64_t slabs,
           std::min(extent, tiles * (slab + 1) / slabs * kSlabAlign)};
 }
 
+// NoEpilogue: ParallelGemm's default epilogue, which does nothing.
+struct NoEpilogue {
+  void operator()(int64_t, int64_t, int64_t, int64_t) const {}
+};
+
 // ParallelGemm() is Gemm() cut into one slab of c per thread, each a
 // single-threaded BLAS call: slabs of rows when m >= n (every slab then
-// re-packs all of op(b), the smaller operand), else slabs of columns.
-template <class T>
+// re-packs all of op(b), the smaller operand), else slabs of columns. After
+// each slab, on the thread that computed it, epilogue(row_begin, row_end,
+// col_begin, col_end) may rework that block of c while it is in cache.
+template <class T, class Epilogue = NoEpilogue>
 void ParallelGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
                   int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
                   T* c, int64_t ldc,
-                  GemmAccumulate accumulate = GemmAccumulate::kOverwrite) {
+                  GemmAccumulate accumulate = GemmAccumulate::kOverwrite,
+                  const Epilogue& epilogue = {}) {
   const bool blas = std::is_same_v<T, float> || std::is_same_v<T, double>;
   const bool split_rows = m >= n;
   const int64_t extent = split_rows ? m : n;
@@ -114,6 +122,7 @@ void ParallelGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
   slabs = std::min(slabs, extent / kSlabAlign);
   if (slabs <= 1) {
     Gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    epilogue(0, m, 0, n);
     return;
   }
   ParallelSlabs(slabs, [&](int64_t slab) {
@@ -124,11 +133,13 @@ void ParallelGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
       const T* a_rows = ta == CblasNoTrans ? a + begin * lda : a + begin;
       Gemm<T>(ta, tb, end - begin, n, k, a_rows, lda, b, ldb, c + begin * ldc,
               ldc, accumulate);
+      epilogue(begin, end, 0, n);
     } else {
       // Columns [begin, end) of op(b) and of c.
       const T* b_cols = tb == CblasNoTrans ? b + begin : b + begin * ldb;
       Gemm<T>(ta, tb, m, end - begin, k, a, lda, b_cols, ldb, c + begin, ldc,
               accumulate);
+      epilogue(0, m, begin, end);
     }
   });
 }

@@ -33,6 +33,11 @@ void SoftmaxKernel(const TensorBase& out, const TensorBase& in, int axis,
 // matmul.cc
 void MatmulKernel(const TensorBase& out, const TensorBase& lhs,
                   const TensorBase& rhs);
+// Backend::MatmulBias for f32 and f64 products that are one GEMM (a matrix,
+// or a contiguous batch times a shared matrix) into a contiguous out.
+bool MatmulBiasKernel(const TensorBase& out, const TensorBase& lhs,
+                      const TensorBase& rhs, const TensorBase& bias,
+                      ProductActivation activation);
 
 // index.cc
 void CheckIndicesKernel(const TensorBase& index, int64_t bound, const char* op);

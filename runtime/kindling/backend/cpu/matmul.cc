@@ -7,7 +7,9 @@
 // row-major (unit column stride) or column-major (unit row stride, passed as
 // transposed); only other layouts are packed first. A batched lhs that is
 // contiguous times a broadcast rhs (the Linear-layer case) is one GEMM with
-// M' = B * M. Threads: see gemm.h.
+// M' = B * M. Threads: see gemm.h. MatmulBiasKernel adds the bias (and
+// applies the ReLU) to each slab of such a GEMM on the thread that computed
+// it, while the slab is in cache.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "kindling/backend/cpu/kernels.h"
 #include "kindling/backend/cpu/parallel.h"
 #include "kindling/core/check.h"
+#include "kindling/tensor/element_math.h"
 
 namespace kindling::cpu {
 namespace {
@@ -47,61 +50,117 @@ BlasMatrix DescribeMatrix(int64_t rows, int64_t cols, int64_t row_stride,
   return matrix;
 }
 
+// MatmulOperands: one product's operands as BLAS takes them.
+struct MatmulOperands {
+  MatmulOperands(const TensorBase& out, const TensorBase& lhs_in,
+                 const TensorBase& rhs_in)
+      : rank(out.rank()),
+        m(out.shape()[rank - 2]),
+        n(out.shape()[rank - 1]),
+        k(lhs_in.shape()[rank - 1]),
+        lhs(lhs_in),
+        rhs(rhs_in) {
+    a = DescribeMatrix(m, k, lhs.strides()[rank - 2], lhs.strides()[rank - 1]);
+    b = DescribeMatrix(k, n, rhs.strides()[rank - 2], rhs.strides()[rank - 1]);
+    if (!a.usable) {
+      lhs = lhs.Contiguous();
+      a = DescribeMatrix(m, k, k, 1);
+    }
+    if (!b.usable) {
+      rhs = rhs.Contiguous();
+      b = DescribeMatrix(k, n, n, 1);
+    }
+    for (int i = 0; i < rank - 2; ++i) batch *= out.shape()[i];
+    // The batch folds into M when lhs is one contiguous [B*M, K] block and
+    // rhs is the same matrix for every batch entry.
+    bool rhs_shared = true;
+    for (int i = 0; i < rank - 2; ++i) {
+      rhs_shared &= rhs.strides()[i] == 0 || out.shape()[i] == 1;
+    }
+    folds = batch > 1 && rhs_shared && lhs.is_contiguous();
+  }
+
+  // OneGemm() is true when a single GEMM computes the whole product.
+  bool OneGemm() const { return batch == 1 || folds; }
+
+  int rank;
+  int64_t m, n, k;
+  TensorBase lhs, rhs;  // contiguous copies where BLAS cannot read a view
+  BlasMatrix a, b;
+  int64_t batch = 1;
+  bool folds = false;
+};
+
+// RunOneGemm() computes the product of `x` (REQUIRES: x.OneGemm()) into
+// `c`, calling epilogue on each slab (gemm.h).
+template <class T, class Epilogue = NoEpilogue>
+void RunOneGemm(const MatmulOperands& x, T* c, const Epilogue& epilogue = {}) {
+  const T* a_data = x.lhs.data_as<const T>();
+  const T* b_data = x.rhs.data_as<const T>();
+  if (x.folds) {
+    ParallelGemm<T>(CblasNoTrans, x.b.transpose, x.batch * x.m, x.n, x.k,
+                    a_data, x.k, b_data, x.b.leading, c, x.n,
+                    GemmAccumulate::kOverwrite, epilogue);
+  } else {
+    ParallelGemm<T>(x.a.transpose, x.b.transpose, x.m, x.n, x.k, a_data,
+                    x.a.leading, b_data, x.b.leading, c, x.n,
+                    GemmAccumulate::kOverwrite, epilogue);
+  }
+}
+
 template <class T>
 void MatmulTyped(const TensorBase& out, const TensorBase& lhs_in,
                  const TensorBase& rhs_in) {
-  const int rank = out.rank();
-  const int64_t m = out.shape()[rank - 2];
-  const int64_t n = out.shape()[rank - 1];
-  const int64_t k = lhs_in.shape()[rank - 1];
-  TensorBase lhs = lhs_in;
-  TensorBase rhs = rhs_in;
-  BlasMatrix a =
-      DescribeMatrix(m, k, lhs.strides()[rank - 2], lhs.strides()[rank - 1]);
-  BlasMatrix b =
-      DescribeMatrix(k, n, rhs.strides()[rank - 2], rhs.strides()[rank - 1]);
-  if (!a.usable) {
-    lhs = lhs.Contiguous();
-    a = DescribeMatrix(m, k, k, 1);
-  }
-  if (!b.usable) {
-    rhs = rhs.Contiguous();
-    b = DescribeMatrix(k, n, n, 1);
-  }
-  const T* a_data = lhs.data_as<const T>();
-  const T* b_data = rhs.data_as<const T>();
+  const MatmulOperands x(out, lhs_in, rhs_in);
   T* c_data = out.data_as<T>();
-  const int batch_rank = rank - 2;
-  int64_t batch = 1;
-  for (int i = 0; i < batch_rank; ++i) batch *= out.shape()[i];
-
-  // Fold the batch into M when lhs is one contiguous [B*M, K] block and rhs
-  // is the same matrix for every batch entry.
-  bool rhs_shared = true;
-  for (int i = 0; i < batch_rank; ++i) {
-    rhs_shared &= rhs.strides()[i] == 0 || out.shape()[i] == 1;
-  }
-  if (batch > 1 && rhs_shared && lhs.is_contiguous()) {
-    ParallelGemm<T>(CblasNoTrans, b.transpose, batch * m, n, k, a_data, k,
-                    b_data, b.leading, c_data, n);
+  if (x.OneGemm()) {
+    RunOneGemm<T>(x, c_data);
     return;
   }
+  const T* a_data = x.lhs.data_as<const T>();
+  const T* b_data = x.rhs.data_as<const T>();
+  const int batch_rank = x.rank - 2;
   std::vector<int64_t> index(batch_rank, 0);
-  for (int64_t entry = 0; entry < batch; ++entry) {
+  for (int64_t entry = 0; entry < x.batch; ++entry) {
     int64_t a_offset = 0, b_offset = 0;
     for (int i = 0; i < batch_rank; ++i) {
-      a_offset += index[i] * lhs.strides()[i];
-      b_offset += index[i] * rhs.strides()[i];
+      a_offset += index[i] * x.lhs.strides()[i];
+      b_offset += index[i] * x.rhs.strides()[i];
     }
-    ParallelGemm<T>(a.transpose, b.transpose, m, n, k, a_data + a_offset,
-                    a.leading, b_data + b_offset, b.leading,
-                    c_data + entry * m * n, n);
+    ParallelGemm<T>(x.a.transpose, x.b.transpose, x.m, x.n, x.k,
+                    a_data + a_offset, x.a.leading, b_data + b_offset,
+                    x.b.leading, c_data + entry * x.m * x.n, x.n);
     for (int i = batch_rank - 1; i >= 0; --i) {
       if (++index[i] < out.shape()[i]) break;
       index[i] = 0;
     }
   }
 }
+
+// BiasEpilogue: adds bias[j] to each entry of column j of a block of c [.,
+// ldc], then applies the activation: the values of Binary(kAdd) and
+// Unary(kRelu) on the block, bit for bit.
+template <class T>
+struct BiasEpilogue {
+  void operator()(int64_t row_begin, int64_t row_end, int64_t col_begin,
+                  int64_t col_end) const {
+    for (int64_t i = row_begin; i < row_end; ++i) {
+      T* row = c + i * ldc;
+      if (relu) {
+        for (int64_t j = col_begin; j < col_end; ++j) {
+          row[j] = element_math::Relu(static_cast<T>(row[j] + bias[j]));
+        }
+      } else {
+        for (int64_t j = col_begin; j < col_end; ++j) row[j] += bias[j];
+      }
+    }
+  }
+
+  T* c;
+  int64_t ldc;
+  const T* bias;
+  bool relu;
+};
 
 }  // namespace
 
@@ -111,6 +170,33 @@ void MatmulKernel(const TensorBase& out, const TensorBase& lhs,
   DispatchDType<kArithmeticDTypes>(lhs.dtype(), "cpu matmul", [&]<class T>() {
     MatmulTyped<T>(out, lhs, rhs);
   });
+}
+
+bool MatmulBiasKernel(const TensorBase& out, const TensorBase& lhs,
+                      const TensorBase& rhs, const TensorBase& bias,
+                      ProductActivation activation) {
+  const DType dtype = out.dtype();
+  if ((dtype != DType::kF32 && dtype != DType::kF64) || out.numel() == 0 ||
+      lhs.dtype() != dtype || rhs.dtype() != dtype || bias.dtype() != dtype ||
+      !out.is_contiguous() || bias.rank() != 1 ||
+      bias.shape()[0] != out.shape()[out.rank() - 1] ||
+      (bias.shape()[0] > 1 && bias.strides()[0] != 1)) {
+    return false;
+  }
+  const MatmulOperands x(out, lhs, rhs);
+  if (!x.OneGemm() || x.k == 0) return false;
+  UseSingleThreadedBlas();
+  const bool relu = activation == ProductActivation::kRelu;
+  if (dtype == DType::kF32) {
+    float* c = out.data_as<float>();
+    RunOneGemm<float>(x, c,
+                      BiasEpilogue<float>{c, x.n, bias.data_as<float>(), relu});
+  } else {
+    double* c = out.data_as<double>();
+    RunOneGemm<double>(
+        x, c, BiasEpilogue<double>{c, x.n, bias.data_as<double>(), relu});
+  }
+  return true;
 }
 
 }  // namespace kindling::cpu
