@@ -39,7 +39,7 @@ struct KINDLING_MODULE Cnn {
         conv1.ForwardMaxPool(images, pool, kindling::PoolActivation::kRelu),
         pool, kindling::PoolActivation::kRelu);
     const kindling::Tensor<2> flat = x.reshape<2>({x.dim(0), -1});
-    return fc2.Forward(fc1.Forward(flat).relu());
+    return fc2.Forward(fc1.ForwardRelu(flat));
   }
 };
 

@@ -24,9 +24,9 @@ struct KINDLING_MODULE Mlp {
 
   // Forward(): [batch, d_input] -> [batch, num_classes] logits.
   kindling::Tensor<2> Forward(const kindling::Tensor<2>& input) const {
-    kindling::Tensor<2> x = fc1.Forward(input).relu();
+    kindling::Tensor<2> x = fc1.ForwardRelu(input);
     for (const kindling::nn::Linear& layer : hidden) {
-      x = layer.Forward(x).relu();
+      x = layer.ForwardRelu(x);
     }
     if (norm.has_value()) x = norm->Forward(x);
     return fc2.Forward(x);
