@@ -109,54 +109,51 @@ TensorBase MatmulGradRhs(const TensorBase& grad, const TensorBase& a,
   return autodiff::SumToShape(Matmul(a.Transpose(-1, -2), grad), b.shape());
 }
 
-// FusedMatmulBias() is MatmulBias's forward through the backend's fused
-// kernel (Backend::MatmulBias), or an undefined tensor, having computed
-// nothing, where these operands have none: another rank or dtype than the
-// kernel takes, a size the product checks would reject, a 16-bit float
-// computed in f32.
-TensorBase FusedMatmulBias(const TensorBase& input, const TensorBase& weight,
-                           const TensorBase& bias,
-                           ProductActivation activation) {
+// NativeMatmulBias() is MatmulBias's forward where the product computes in
+// the operands' own dtype: one output tensor, which the backend's fused
+// kernel (Backend::MatmulBias) fills in one pass where it has one, else
+// Backend::Matmul, an add in place and the ReLU. It returns an undefined
+// tensor, having computed nothing, for operands Matmul's checks would
+// reject (Matmul then names them), an empty product or inner dimension, and
+// 16-bit floats computed in f32.
+TensorBase NativeMatmulBias(const TensorBase& input, const TensorBase& weight,
+                            const TensorBase& bias,
+                            ProductActivation activation) {
   if (input.rank() < 2 || weight.rank() != 2 ||
       input.shape()[input.rank() - 1] != weight.shape()[0] ||
-      input.dtype() != weight.dtype() || input.dtype() == DType::kBool ||
-      input.device() != weight.device() ||
+      weight.shape()[0] == 0 || input.dtype() != weight.dtype() ||
+      input.dtype() == DType::kBool || input.device() != weight.device() ||
       ComputeDTypeOn(input.dtype(), input.device()) != input.dtype()) {
     return TensorBase();
   }
   Shape out_shape(input.shape().dims().first(input.rank() - 1));
   out_shape.push_back(weight.shape()[1]);
+  TensorBase out = TensorBase::Empty(out_shape, input.dtype(), input.device());
+  if (out.numel() == 0) return TensorBase();
   Shape weight_shape(input.shape().dims().first(input.rank() - 2));
   weight_shape.push_back(weight.shape()[0]);
   weight_shape.push_back(weight.shape()[1]);
-  TensorBase out = TensorBase::Empty(out_shape, input.dtype(), input.device());
-  if (out.numel() == 0) return TensorBase();
-  if (!GetBackend(input.device())
-           .MatmulBias(out, input, weight.Expand(weight_shape), bias,
-                       activation)) {
-    return TensorBase();
+  const TensorBase shared_weight = weight.Expand(weight_shape);
+  Backend& backend = GetBackend(input.device());
+  if (backend.MatmulBias(out, input, shared_weight, bias, activation)) {
+    return out;
   }
-  return out;
+  backend.Matmul(out, input, shared_weight);
+  // Binary's out may alias its lhs exactly: the product is ours alone.
+  backend.Binary(BinaryOp::kAdd, out, out, bias.Expand(out_shape));
+  return activation == ProductActivation::kRelu ? Unary(UnaryOp::kRelu, out)
+                                                : out;
 }
 
-// ComposedMatmulBias() is MatmulBias's forward as Matmul, an add in place
-// and a ReLU: the values the fused kernel must match.
+// ComposedMatmulBias() is MatmulBias's forward as the ops one after the
+// other, for the operands NativeMatmulBias() leaves: a 16-bit product is
+// rounded before the add, as the two ops round it.
 TensorBase ComposedMatmulBias(const TensorBase& input, const TensorBase& weight,
                               const TensorBase& bias,
                               ProductActivation activation) {
-  TensorBase product = Matmul(input, weight);
-  // Where the product is rounded to a 16-bit float after an f32 compute,
-  // the add goes through Binary() to round the same way as the two ops.
-  if (product.numel() == 0 ||
-      ComputeDTypeOn(product.dtype(), product.device()) != product.dtype()) {
-    product = Binary(BinaryOp::kAdd, product, bias);
-  } else {
-    // Binary's out may alias its lhs exactly: the product is ours alone.
-    GetBackend(product.device())
-        .Binary(BinaryOp::kAdd, product, product, bias.Expand(product.shape()));
-  }
-  return activation == ProductActivation::kRelu ? Unary(UnaryOp::kRelu, product)
-                                                : product;
+  const TensorBase sum = Binary(BinaryOp::kAdd, Matmul(input, weight), bias);
+  return activation == ProductActivation::kRelu ? Unary(UnaryOp::kRelu, sum)
+                                                : sum;
 }
 
 }  // namespace
@@ -178,8 +175,8 @@ TensorBase MatmulBias(const TensorBase& input, const TensorBase& weight,
                  bias.shape().ToString());
   const bool relu = activation == ProductActivation::kRelu;
   const auto forward = [&] {
-    TensorBase fused = FusedMatmulBias(input, weight, bias, activation);
-    if (fused.defined()) return fused;
+    TensorBase native = NativeMatmulBias(input, weight, bias, activation);
+    if (native.defined()) return native;
     return ComposedMatmulBias(input, weight, bias, activation);
   };
   if (!autodiff::ShouldRecord(input, weight, bias)) return forward();

@@ -148,7 +148,7 @@ struct BiasEpilogue {
       T* row = c + i * ldc;
       if (relu) {
         for (int64_t j = col_begin; j < col_end; ++j) {
-          row[j] = element_math::Relu(static_cast<T>(row[j] + bias[j]));
+          row[j] = element_math::Relu<T>(row[j] + bias[j]);
         }
       } else {
         for (int64_t j = col_begin; j < col_end; ++j) row[j] += bias[j];

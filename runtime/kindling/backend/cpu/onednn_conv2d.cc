@@ -618,14 +618,17 @@ BlockedPlanes PlanesOf(const Shape& out, const Slab& slab, int64_t block) {
   return {slab.size(), out[1], out[2], out[3], block};
 }
 
-// CommonBlock() is the channel block all `blocks` share, or 0 where one is
-// 0 or they differ.
-int64_t CommonBlock(const std::vector<int64_t>& blocks) {
-  if (blocks.empty()) return 0;
-  for (int64_t block : blocks) {
-    if (block != blocks[0]) return 0;
+// CommonBlock() is the channel block (`field`: ForwardPlan::dst_block or
+// BackwardPlan::diff_dst_block) every plan has, or 0 where one is 0 or they
+// differ.
+template <class Plan>
+int64_t CommonBlock(const std::vector<Plan*>& plans, int64_t Plan::*field) {
+  if (plans.empty()) return 0;
+  const int64_t block = plans[0]->*field;
+  for (const Plan* plan : plans) {
+    if (plan->*field != block) return 0;
   }
-  return blocks[0];
+  return block;
 }
 
 }  // namespace
@@ -683,9 +686,7 @@ bool OneDnnConv2dMaxPool(const TensorBase& out, const TensorBase& argmax,
   const Slabs<ForwardPlan> slabs =
       ForwardSlabs(convolved, input, weight, bias, conv);
   if (slabs.empty()) return false;
-  std::vector<int64_t> blocks;
-  for (const ForwardPlan* plan : slabs.plans) blocks.push_back(plan->dst_block);
-  const int64_t block = CommonBlock(blocks);
+  const int64_t block = CommonBlock(slabs.plans, &ForwardPlan::dst_block);
   if (!FitsBlockedMaxPool(PlanesOf(convolved, all, block), pool)) return false;
   const int64_t pooled_sample = out.numel() / convolved[0];
   slabs.Run([&](ForwardPlan& plan, const Slab& slab, dnnl::stream& stream) {
@@ -716,11 +717,7 @@ bool OneDnnConv2dMaxPoolBackward(
   if (!FitsBlockedMaxPool(PlanesOf(convolved, all, 8), pool)) return false;
   const Slabs<BackwardPlan> slabs = BackwardSlabs(operands, convolved, conv);
   if (slabs.empty()) return false;
-  std::vector<int64_t> blocks;
-  for (const BackwardPlan* plan : slabs.plans) {
-    blocks.push_back(plan->diff_dst_block);
-  }
-  const int64_t block = CommonBlock(blocks);
+  const int64_t block = CommonBlock(slabs.plans, &BackwardPlan::diff_dst_block);
   if (!FitsBlockedMaxPool(PlanesOf(convolved, all, block), pool)) return false;
   const int64_t pooled_sample = pooled_grad.numel() / convolved[0];
   slabs.Run([&](BackwardPlan& plan, const Slab& slab, dnnl::stream& stream) {
