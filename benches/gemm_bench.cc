@@ -14,9 +14,10 @@
 // BM_AttentionTile: the fused attention's tile products at the char-LM's
 // shapes (64-query tiles, heads of 32 read in place, rows 128 floats apart),
 // one thread: cpu::Gemm (the library gemm.h picks) against the attention's
-// own AVX-512 panels (nn/cpu/attention_products.h), whole tiles, no causal
-// bound. Counters library_GFLOPs, panel_GFLOPs and panel_vs_library (the
-// panels' time / the library's; < 1: the panels are faster).
+// own panels (nn/cpu/attention_products.h; AVX-512's where the CPU has it,
+// else AVX2's, counter panels_are_avx512), whole tiles, no causal bound.
+// Counters library_GFLOPs, panel_GFLOPs and panel_vs_library (the panels'
+// time / the library's; < 1: the panels are faster).
 //
 //   taskset -c 0,1 bazel-bin/benches/gemm_bench --benchmark_repetitions=3
 //       --benchmark_report_aggregates_only=true
@@ -171,19 +172,19 @@ constexpr TileShape kTiles[] = {
 void BM_AttentionTile(benchmark::State& state) {
   const TileShape& s = kTiles[state.range(0)];
   state.SetLabel(s.name);
-  if (!cpu::HasAvx512()) {
-    state.SkipWithError("the panels need AVX-512, which this CPU lacks");
-    return;
-  }
+  // The panels this CPU runs: AVX-512's where it has it, else AVX2's.
+  const auto panel_product =
+      cpu::HasAvx512() ? &nn::Avx512PanelProductF32 : &nn::Avx2PanelProductF32;
+  state.counters["panels_are_avx512"] = cpu::HasAvx512() ? 1 : 0;
   cpu::UseSingleThreadedBlas();
   std::vector<float> a(1 << 16, 0.5f), b(1 << 16, 0.25f), c(1 << 16);
   const double flops = 2.0 * s.m * s.n * s.k;
   Alternate(state, flops, 2000, {"library", "panel", "panel_vs_library"},
             [&](bool panels) {
               if (panels) {
-                nn::PanelProductF32(s.transpose_a, s.transpose_b, s.m, s.n, s.k,
-                                    a.data(), s.lda, b.data(), s.ldb, c.data(),
-                                    s.ldc, cpu::GemmAccumulate::kOverwrite, {});
+                panel_product(s.transpose_a, s.transpose_b, s.m, s.n, s.k,
+                              a.data(), s.lda, b.data(), s.ldb, c.data(), s.ldc,
+                              cpu::GemmAccumulate::kOverwrite, {});
                 return;
               }
               cpu::Gemm<float>(s.transpose_a ? CblasTrans : CblasNoTrans,

@@ -1,8 +1,9 @@
 // The fused attention's tile products (nn/cpu/attention_products.h) against
 // a plain triple loop: every bound, both transpositions of each operand,
 // overwrite and accumulate, on shapes with ragged panels (rows not a
-// multiple of eight), ragged registers (columns not a multiple of sixteen)
-// and bounds that fall before, inside and past a tile.
+// multiple of eight or six), ragged registers (columns not a multiple of
+// sixteen or eight, and a last block of exactly eight) and bounds that fall
+// before, inside and past a tile.
 #include "kindling/nn/cpu/attention_products.h"
 
 #include <array>
@@ -114,8 +115,8 @@ void ExpectProduct(const Case& x, Product<T> product, double tolerance) {
 
 std::vector<Case> Cases() {
   const std::vector<std::array<int64_t, 3>> shapes = {
-      {1, 1, 1},    {8, 32, 32},   {13, 37, 5},
-      {64, 64, 32}, {70, 48, 130}, {3, 70, 17}};
+      {1, 1, 1},   {8, 32, 32},  {13, 37, 5},   {6, 24, 9},
+      {12, 29, 8}, {64, 64, 32}, {70, 48, 130}, {3, 70, 17}};
   const std::vector<ProductBound> bounds = {
       {Kind::kAll, 0},           {Kind::kColumnsBelow, 1},
       {Kind::kColumnsBelow, -9}, {Kind::kColumnsBelow, 20},
@@ -135,21 +136,31 @@ std::vector<Case> Cases() {
 }
 
 TEST(AttentionProductsTest, TileProductMatchesTheTripleLoop) {
-  // The path this CPU takes for f32 (panels with AVX-512, else cpu::Gemm),
-  // and f64's (cpu::Gemm).
+  // The path this CPU takes for f32 (the AVX-512 panels where it has
+  // AVX-512, else the AVX2 ones), and f64's (cpu::Gemm).
   for (const Case& x : Cases()) {
     ExpectProduct<float>(x, &TileProduct<float>, 2e-5);
     ExpectProduct<double>(x, &TileProduct<double>, 1e-12);
   }
 }
 
-TEST(AttentionProductsTest, PanelsMatchTheTripleLoop) {
+TEST(AttentionProductsTest, Avx2PanelsMatchTheTripleLoop) {
+  // Every CPU Kindling's kernels run on has AVX2 (they are built for
+  // x86-64-v3); an AVX-512 CPU runs them here too.
+  for (const Case& x : Cases()) {
+    ExpectProduct<float>(x, &Avx2PanelProductF32, 2e-5);
+  }
+}
+
+TEST(AttentionProductsTest, Avx512PanelsMatchTheTripleLoop) {
   if (!cpu::HasAvx512()) {
     GTEST_SKIP() << "this CPU has no AVX-512 (or KINDLING_MAX_CPU_ISA caps "
-                    "it): the panels cannot run; TileProduct's test covers "
+                    "it): its panels cannot run; the AVX2 panels' test covers "
                     "the path it takes";
   }
-  for (const Case& x : Cases()) ExpectProduct<float>(x, &PanelProductF32, 2e-5);
+  for (const Case& x : Cases()) {
+    ExpectProduct<float>(x, &Avx512PanelProductF32, 2e-5);
+  }
 }
 
 TEST(AttentionProductsTest, OverwriteWithNoDepthWritesZeros) {

@@ -53,13 +53,19 @@ void TileProduct(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
                  T* c, int64_t ldc, cpu::GemmAccumulate accumulate,
                  ProductBound bound = {});
 
-// PanelProductF32() is TileProduct() for f32 on AVX-512 panels whatever
-// the CPU reports (REQUIRES: cpu::HasAvx512()); for tests that compare the
-// two paths.
-void PanelProductF32(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
-                     int64_t k, const float* a, int64_t lda, const float* b,
-                     int64_t ldb, float* c, int64_t ldc,
-                     cpu::GemmAccumulate accumulate, ProductBound bound);
+// Avx512PanelProductF32() and Avx2PanelProductF32() are TileProduct() for
+// f32 on one instruction set's panels whatever the CPU reports (the first
+// REQUIRES cpu::HasAvx512()); TileProduct() runs the first where the CPU
+// has AVX-512 and the second elsewhere. For tests and benchmarks that
+// compare the paths.
+void Avx512PanelProductF32(bool transpose_a, bool transpose_b, int64_t m,
+                           int64_t n, int64_t k, const float* a, int64_t lda,
+                           const float* b, int64_t ldb, float* c, int64_t ldc,
+                           cpu::GemmAccumulate accumulate, ProductBound bound);
+void Avx2PanelProductF32(bool transpose_a, bool transpose_b, int64_t m,
+                         int64_t n, int64_t k, const float* a, int64_t lda,
+                         const float* b, int64_t ldb, float* c, int64_t ldc,
+                         cpu::GemmAccumulate accumulate, ProductBound bound);
 
 }  // namespace kindling::nn
 
