@@ -89,6 +89,21 @@ inline float Min8(__m256 x) {
   return _mm_cvtss_f32(m);
 }
 
+// Sum8() is the sum of the eight lanes, added in pairs.
+inline float Sum8(__m256 x) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// LanesOfBits8() has lane i set where bit i of `bits` is (bits 0-7).
+inline __m256i LanesOfBits8(uint32_t bits) {
+  const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  const __m256i word = _mm256_set1_epi32(static_cast<int32_t>(bits));
+  return _mm256_cmpeq_epi32(_mm256_and_si256(word, bit), bit);
+}
+
 // Sum4d() is the sum of four doubles.
 inline double Sum4d(__m256d x) {
   __m128d s =

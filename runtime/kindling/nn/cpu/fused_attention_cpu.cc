@@ -1,7 +1,7 @@
 // The CPU's fused attention kernels (nn/fused_attention.h), f32 and f64.
 //
 // The exponentials run sixteen floats at a time where the CPU has AVX-512
-// (Exp16, with the masks as one bit per key), else eight (Exp8).
+// (Exp16), else eight (Exp8), with the masks as one bit per key.
 //
 // Forward, per (head, tile of kTile queries): for each block of kKeyBlock
 // keys, S = q k^T (one GEMM), scaled and masked; an online softmax keeps each
@@ -16,10 +16,11 @@
 // dq += dS k, dk += dS^T q: five GEMMs on [kQueryBlock, kTile] blocks.
 // Nothing of size T x S is ever allocated.
 //
-// The products go through TileProduct (attention_products.h): for f32 on
-// AVX-512, panels of eight rows that, under the causal mask, compute only
-// the keys each panel's queries see; the softmax and the recomputed weights
-// then skip the chunks of sixteen keys past a row's last seen key.
+// The products go through TileProduct (attention_products.h): for f32,
+// panels of rows (eight with AVX-512, six with AVX2) that, under the causal
+// mask, compute only the keys each panel's queries see; the softmax and the
+// recomputed weights then skip the chunks of keys (sixteen or eight) past a
+// row's last seen key.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -249,6 +250,10 @@ struct BlockKeys {
   __mmask16 Lanes(int64_t j) const {
     return static_cast<__mmask16>(words[j / 4] >> (16 * (j % 4)));
   }
+  // Bits8() is the bits of keys [8 j, 8 j + 8).
+  uint32_t Bits8(int64_t j) const {
+    return static_cast<uint32_t>(words[j / 8] >> (8 * (j % 8))) & 0xff;
+  }
 };
 
 // BlockKeptKeys() is KeptKeys() of each tile of the block of `cols` keys
@@ -323,6 +328,66 @@ KINDLING_AVX512 void SoftmaxRows16(const Masks& masks,
 }
 KINDLING_AVX512_END
 
+// StoreChunk8() writes chunk j (floats [8 j, 8 j + 8)) of a row of `cols`,
+// only its lanes inside the row: the tiles' rows are dense.
+void StoreChunk8(float* row, int64_t cols, int64_t j, __m256 x) {
+  if (8 * j + 8 <= cols) {
+    _mm256_storeu_ps(row + 8 * j, x);
+  } else {
+    cpu::StorePartial(row + 8 * j, cols - 8 * j, x);
+  }
+}
+
+// SoftmaxRows8() is SoftmaxRows16() on eight lanes, for f32 where the CPU
+// has no AVX-512: the same chunks skipped past a row's last seen key, masks
+// as bits, and masked lanes computed as e^0 and zeroed.
+void SoftmaxRows8(const Masks& masks, const ScoreTile<float>& tile) {
+  const BlockKeys block_kept =
+      BlockKeptKeys(masks, tile.batch, tile.k0, tile.cols);
+  const __m256 scale = _mm256_set1_ps(tile.scale);
+  const __m256 neg_inf = _mm256_set1_ps(-INFINITY);
+  for (int64_t r = 0; r < tile.rows; ++r) {
+    float* row = tile.s + r * tile.cols;
+    const BlockKeys kept =
+        RowBlockKeys(masks, block_kept, tile.q0 + r, tile.k0);
+    if (kept.None()) {  // no key of this block: weights 0, m and l unchanged
+      std::fill(row, row + tile.cols, 0.0f);
+      continue;
+    }
+    // Past the keys the row sees (causal), its weights are 0 and its scores
+    // may be unwritten (attention_products.h).
+    const int64_t chunks =
+        (masks.SeenKeys(tile.q0 + r, tile.k0, tile.cols) + 7) / 8;
+    std::fill(row + std::min(8 * chunks, tile.cols), row + tile.cols, 0.0f);
+    __m256 maxima = neg_inf;
+    for (int64_t j = 0; j < chunks; ++j) {
+      const __m256i lanes = cpu::LanesOfBits8(kept.Bits8(j));
+      const __m256 x =
+          _mm256_mul_ps(_mm256_maskload_ps(row + 8 * j, lanes), scale);
+      maxima = _mm256_max_ps(
+          maxima, _mm256_blendv_ps(neg_inf, x, _mm256_castsi256_ps(lanes)));
+    }
+    const float m_new = std::max(tile.m[r], cpu::Max8(maxima));
+    if (m_new == -INFINITY) {  // every score so far -inf: nothing to add
+      std::fill(row, row + tile.cols, 0.0f);
+      continue;
+    }
+    const __m256 shift = _mm256_set1_ps(m_new);
+    __m256 sums = _mm256_setzero_ps();
+    for (int64_t j = 0; j < chunks; ++j) {
+      const __m256i lanes = cpu::LanesOfBits8(kept.Bits8(j));
+      const __m256 in_lanes = _mm256_castsi256_ps(lanes);
+      const __m256 x = _mm256_and_ps(
+          in_lanes, _mm256_fmsub_ps(_mm256_maskload_ps(row + 8 * j, lanes),
+                                    scale, shift));
+      const __m256 weights = _mm256_and_ps(in_lanes, cpu::Exp8(x));
+      sums = _mm256_add_ps(sums, weights);
+      StoreChunk8(row, tile.cols, j, weights);
+    }
+    UpdateRow(tile, r, m_new, cpu::Sum8(sums));
+  }
+}
+
 // ForwardTile() computes the output and log-sum-exp of queries
 // [q0, q0 + rows) of head `bh`.
 template <class T>
@@ -360,7 +425,7 @@ void ForwardTile(const FusedAttentionShape& shape, const Masks& masks,
       if (cpu::HasAvx512()) {
         SoftmaxRows16(masks, tile);
       } else {
-        SoftmaxRows(masks, tile);
+        SoftmaxRows8(masks, tile);
       }
     } else {
       SoftmaxRows(masks, tile);
@@ -451,6 +516,35 @@ KINDLING_AVX512 void RecomputeWeights16(const Masks& masks,
 }
 KINDLING_AVX512_END
 
+// RecomputeWeights8() is RecomputeWeights16() on eight lanes, for f32 where
+// the CPU has no AVX-512.
+void RecomputeWeights8(const Masks& masks, const WeightTile<float>& tile) {
+  const uint64_t tile_kept = KeptKeys(masks, tile.batch, tile.k0, tile.cols);
+  const __m256 scale = _mm256_set1_ps(tile.scale);
+  for (int64_t r = 0; r < tile.rows; ++r) {
+    float* row = tile.p + r * tile.cols;
+    const float lse = tile.lse[tile.q0 + r];
+    const uint64_t kept = RowKeptKeys(masks, tile_kept, tile.q0 + r, tile.k0);
+    if (lse == -INFINITY || kept == 0) {
+      std::fill(row, row + tile.cols, 0.0f);
+      continue;
+    }
+    // As in SoftmaxRows8: past the keys the row sees, zeros.
+    const int64_t chunks =
+        (masks.SeenKeys(tile.q0 + r, tile.k0, tile.cols) + 7) / 8;
+    std::fill(row + std::min(8 * chunks, tile.cols), row + tile.cols, 0.0f);
+    const __m256 shift = _mm256_set1_ps(lse);
+    for (int64_t j = 0; j < chunks; ++j) {
+      const __m256i lanes = cpu::LanesOfBits8((kept >> (8 * j)) & 0xff);
+      const __m256 in_lanes = _mm256_castsi256_ps(lanes);
+      const __m256 x = _mm256_and_ps(
+          in_lanes, _mm256_fmsub_ps(_mm256_maskload_ps(row + 8 * j, lanes),
+                                    scale, shift));
+      StoreChunk8(row, tile.cols, j, _mm256_and_ps(in_lanes, cpu::Exp8(x)));
+    }
+  }
+}
+
 // ScoreGradientRow() turns a row of dP into dS = P (dP - delta) scale for
 // its first `seen` keys and zeroes the rest of its `cols`.
 template <class T>
@@ -523,7 +617,7 @@ void BackwardHead(const FusedAttentionShape& shape, const Masks& masks,
         if (cpu::HasAvx512()) {
           RecomputeWeights16(masks, weights);
         } else {
-          RecomputeWeights(masks, weights);
+          RecomputeWeights8(masks, weights);
         }
       } else {
         RecomputeWeights(masks, weights);
