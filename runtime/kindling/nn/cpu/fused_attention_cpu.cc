@@ -57,26 +57,13 @@ constexpr int64_t kWordsPerBlock = kKeyBlock / 64;
 // 0.73x), at T = 512 0.66-0.86x.
 constexpr int64_t kQueryBlock = 256;
 
-// ExpRow() sets row[c] = e^(row[c] * multiplier - shift) for c < count: eight
-// floats at a time with Exp8 (<= 2 ulp; -inf gives 0), std::exp for f64.
+// ExpRow() sets row[c] = e^(row[c] * multiplier - shift) for c < count
+// (f64's rows; f32's take the eight- and sixteen-lane functions below).
 template <class T>
 void ExpRow(T* row, int64_t count, T multiplier, T shift) {
-  int64_t c = 0;
-  if constexpr (std::is_same_v<T, float>) {
-    const __m256 m = _mm256_set1_ps(multiplier);
-    const __m256 s = _mm256_set1_ps(shift);
-    for (; c + 8 <= count; c += 8) {
-      const __m256 x = _mm256_fmsub_ps(_mm256_loadu_ps(row + c), m, s);
-      _mm256_storeu_ps(row + c, cpu::Exp8(x));
-    }
-    if (c < count) {
-      const __m256 x =
-          _mm256_fmsub_ps(cpu::LoadPartial(row + c, count - c, 0.0f), m, s);
-      cpu::StorePartial(row + c, count - c, cpu::Exp8(x));
-      return;
-    }
+  for (int64_t c = 0; c < count; ++c) {
+    row[c] = std::exp(row[c] * multiplier - shift);
   }
-  for (; c < count; ++c) row[c] = std::exp(row[c] * multiplier - shift);
 }
 
 // Masks: which (query, key) pairs attention skips.
@@ -169,7 +156,8 @@ void UpdateRow(const ScoreTile<T>& tile, int64_t r, T m_new, T sum) {
 
 // SoftmaxRows() turns each row of the tile's scores into the weights
 // e^(s * scale - m_new) of the online softmax (0 where masked), with
-// m_new the row's new running max, and updates m, l and acc.
+// m_new the row's new running max, and updates m, l and acc (f64; f32 runs
+// SoftmaxRows8 or SoftmaxRows16).
 template <class T>
 void SoftmaxRows(const Masks& masks, const ScoreTile<T>& tile) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
@@ -468,7 +456,8 @@ struct WeightTile {
 };
 
 // RecomputeWeights() turns the scores into the forward's weights: 0 where
-// masked and on rows that saw no key.
+// masked and on rows that saw no key (f64; f32 runs RecomputeWeights8 or
+// RecomputeWeights16).
 template <class T>
 void RecomputeWeights(const Masks& masks, const WeightTile<T>& tile) {
   for (int64_t r = 0; r < tile.rows; ++r) {
