@@ -22,8 +22,11 @@
 // peer's CPU seconds / its epoch's seconds), the final losses, and the peak RSS
 // of each process in MiB (Kindling's includes the data set, as the scripts' do;
 // it is the process's peak so far, so run one model per invocation with
-// --benchmark_filter for a per-model figure). The loss every 50 steps of
-// every run is printed to stderr side by side.
+// --benchmark_filter for a per-model figure), and kindling_faults_per_step,
+// the process's minor page faults per step after the epoch's first
+// kWarmUpSteps (well under one once the CPU allocator serves every step's
+// blocks from its cache, cpu_allocator.h). The loss every 50 steps of every
+// run is printed to stderr side by side.
 //
 // On a GPU (built with --config=cuda), BM_DeviceTrainEpochMlp/Cnn train the
 // same epoch on cuda:0 and on the CPU back to back: ratio_vs_cpu = cuda /
@@ -144,6 +147,16 @@ double PeakRssMib() {
   return usage.ru_maxrss / 1024.0;
 }
 
+int64_t MinorPageFaults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+// The steps that fill the allocator's cache and the libraries' kernel caches
+// before kindling_faults_per_step counts.
+constexpr size_t kWarmUpSteps = 10;
+
 // PeerResult: what a peer script printed (benches/peers/train_torch.py,
 // train_jax.py): one JSON line of known keys.
 struct PeerResult {
@@ -215,12 +228,15 @@ Tensor<2> CnnLogits(const examples::Cnn& model, const data::Batch& batch,
 }
 
 // KindlingEpoch() trains one epoch of `M` on `device` (Adam 1e-3, batch
-// 128, in the order of Data()) and returns its seconds, or the error.
+// 128, in the order of Data()) and returns its seconds, or the error. After
+// each step it appends the loss to `losses` and the process's minor page
+// faults so far to `faults`, where given.
 template <class M, class Config>
 absl::StatusOr<double> KindlingEpoch(
     const kindling::Device& device,
     typename train::ClassifierTrainer<M>::ForwardFn forward, int64_t* samples,
-    std::vector<double>* losses = nullptr) {
+    std::vector<double>* losses = nullptr,
+    std::vector<int64_t>* faults = nullptr) {
   kindling::SetInitSeed(kSeed);
   M model = Config{}.Init(device);
   absl::StatusOr<kindling::Optimizer> optimizer =
@@ -230,9 +246,10 @@ absl::StatusOr<double> KindlingEpoch(
   data::DataLoader loader(Data().dataset,
                           {.batch_size = kBatch, .shuffle = false});
   train::TrainerOptions options{.epochs = 1, .progress = {.quiet = true}};
-  if (losses != nullptr) {
-    options.on_step = [losses](int64_t, double loss) {
-      losses->push_back(loss);
+  if (losses != nullptr || faults != nullptr) {
+    options.on_step = [losses, faults](int64_t, double loss) {
+      if (losses != nullptr) losses->push_back(loss);
+      if (faults != nullptr) faults->push_back(MinorPageFaults());
     };
   }
   train::ClassifierTrainer<M> trainer(model, *optimizer, loader, {}, forward,
@@ -297,8 +314,9 @@ void TrainEpoch(benchmark::State& state, const std::string& peer_model,
   for (auto _ : state) {
     int64_t samples = 0;
     std::vector<double> losses;
+    std::vector<int64_t> faults;  // the process's count after each step
     const absl::StatusOr<double> seconds = KindlingEpoch<M, Config>(
-        kindling::Device::Cpu(), forward, &samples, &losses);
+        kindling::Device::Cpu(), forward, &samples, &losses, &faults);
     if (!seconds.ok() || losses.empty()) {
       state.SkipWithError(seconds.ok() ? "the epoch ran no step"
                                        : seconds.status().ToString().c_str());
@@ -310,6 +328,11 @@ void TrainEpoch(benchmark::State& state, const std::string& peer_model,
     state.counters["kindling_peak_rss_mib"] = kindling_rss;
     state.counters["samples"] = static_cast<double>(samples);
     state.counters["kindling_final_loss"] = losses.back();
+    if (faults.size() > kWarmUpSteps) {
+      state.counters["kindling_faults_per_step"] =
+          static_cast<double>(faults.back() - faults[kWarmUpSteps - 1]) /
+          static_cast<double>(faults.size() - kWarmUpSteps);
+    }
     // Rows enter every layer linearly: the epoch's FLOPs are one batch of
     // `samples` rows.
     kindling::bench::ReportFlopLimit(

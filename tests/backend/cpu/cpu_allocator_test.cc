@@ -90,10 +90,31 @@ TEST(CpuAllocatorTest, LargeBlocksAreReusedFromTheCache) {
 
 TEST(CpuAllocatorTest, SmallBlocksAreNotCached) {
   CpuAllocator allocator;
-  void* data = allocator.Allocate(1024);
-  allocator.Deallocate(data, 1024);
+  for (size_t size : {size_t{1024}, CpuAllocator::kMinCachedBytes - 1}) {
+    void* data = allocator.Allocate(size);
+    allocator.Deallocate(data, size);
+  }
   EXPECT_EQ(0u, allocator.cached_bytes());
   EXPECT_EQ(0, allocator.stats().system_allocations);
+}
+
+// The blocks of a small model's step (a [128, 256] f32 activation is
+// 128 KiB, a 784 x 256 weight's gradient 784 KiB) are cached, not handed back
+// to glibc to be faulted in again on the next step.
+TEST(CpuAllocatorTest, BlocksFrom128KiBAreCached) {
+  EXPECT_EQ(size_t{128} << 10, CpuAllocator::kMinCachedBytes);
+  CpuAllocator allocator;
+  for (size_t size : {size_t{128} << 10, size_t{784} << 10}) {
+    void* first = allocator.Allocate(size);
+    allocator.Deallocate(first, size);
+    EXPECT_EQ(CpuAllocator::SizeClass(size), allocator.cached_bytes());
+    void* second = allocator.Allocate(size);
+    EXPECT_EQ(first, second) << size;
+    allocator.Deallocate(second, size);
+    EXPECT_EQ(CpuAllocator::SizeClass(size), allocator.EmptyCache());
+  }
+  EXPECT_EQ(2, allocator.stats().system_allocations);
+  EXPECT_EQ(2, allocator.stats().cache_hits);
 }
 
 TEST(CpuAllocatorTest, SmallerRequestReusesABlockAtMostAQuarterBigger) {

@@ -3,10 +3,16 @@
 //
 // glibc returns every block above 32 MiB to the kernel on free, so an op that
 // allocates a 64 MiB result in a loop would page-fault all of it on every
-// call and run at a fraction of memory bandwidth. CpuAllocator keeps freed
-// blocks of kMinCachedBytes and more and hands them back to later
-// allocations; small blocks go straight to malloc, whose arenas already reuse
-// them.
+// call and run at a fraction of memory bandwidth. Smaller blocks fare no
+// better from 128 KiB (glibc's mmap threshold) up: glibc maps them, or carves
+// them from the top of a heap it shrinks whenever enough is free there, so a
+// loop that frees and reallocates them may fault their pages in again. The
+// MLP of examples/mlp.h, whose activations and gradients are 128-784 KiB,
+// took about 480 page faults a step that way in some runs and not others
+// (it depends on where glibc placed each block), and its steps then took
+// about 1.5 times as long. CpuAllocator keeps freed blocks of
+// kMinCachedBytes (128 KiB) and more and hands them back to later
+// allocations; smaller blocks go straight to malloc, whose arenas reuse them.
 //
 // Size classes. A large request is rounded up to a size class: a power of two
 // or 1.25, 1.5 or 1.75 times one (4 classes per doubling), so a block wastes
@@ -79,8 +85,9 @@ struct CpuAllocatorStats {
 class CpuAllocator {
  public:
   static constexpr size_t kAlignment = 64;
-  // Requests of this size and more are rounded to a size class and cached.
-  static constexpr size_t kMinCachedBytes = size_t{1} << 20;
+  // Requests of this size and more are rounded to a size class and cached:
+  // glibc's default mmap threshold (see the header comment).
+  static constexpr size_t kMinCachedBytes = size_t{128} << 10;
   static constexpr size_t kDefaultMaxCachedBytes = size_t{1} << 30;
 
   struct Options {
