@@ -155,7 +155,7 @@ int64_t MinorPageFaults() {
 
 // The steps that fill the allocator's cache and the libraries' kernel caches
 // before kindling_faults_per_step counts.
-constexpr size_t kWarmUpSteps = 10;
+constexpr int64_t kWarmUpSteps = 10;
 
 // PeerResult: what a peer script printed (benches/peers/train_torch.py,
 // train_jax.py): one JSON line of known keys.
@@ -228,15 +228,15 @@ Tensor<2> CnnLogits(const examples::Cnn& model, const data::Batch& batch,
 }
 
 // KindlingEpoch() trains one epoch of `M` on `device` (Adam 1e-3, batch
-// 128, in the order of Data()) and returns its seconds, or the error. After
-// each step it appends the loss to `losses` and the process's minor page
-// faults so far to `faults`, where given.
+// 128, in the order of Data()) and returns its seconds, or the error. It
+// appends each step's loss to `losses` and sets `warm_faults` to the
+// process's minor page faults after step kWarmUpSteps, where given.
 template <class M, class Config>
 absl::StatusOr<double> KindlingEpoch(
     const kindling::Device& device,
     typename train::ClassifierTrainer<M>::ForwardFn forward, int64_t* samples,
     std::vector<double>* losses = nullptr,
-    std::vector<int64_t>* faults = nullptr) {
+    std::optional<int64_t>* warm_faults = nullptr) {
   kindling::SetInitSeed(kSeed);
   M model = Config{}.Init(device);
   absl::StatusOr<kindling::Optimizer> optimizer =
@@ -246,10 +246,12 @@ absl::StatusOr<double> KindlingEpoch(
   data::DataLoader loader(Data().dataset,
                           {.batch_size = kBatch, .shuffle = false});
   train::TrainerOptions options{.epochs = 1, .progress = {.quiet = true}};
-  if (losses != nullptr || faults != nullptr) {
-    options.on_step = [losses, faults](int64_t, double loss) {
+  if (losses != nullptr || warm_faults != nullptr) {
+    options.on_step = [losses, warm_faults](int64_t step, double loss) {
       if (losses != nullptr) losses->push_back(loss);
-      if (faults != nullptr) faults->push_back(MinorPageFaults());
+      if (warm_faults != nullptr && step == kWarmUpSteps) {
+        *warm_faults = MinorPageFaults();
+      }
     };
   }
   train::ClassifierTrainer<M> trainer(model, *optimizer, loader, {}, forward,
@@ -314,9 +316,10 @@ void TrainEpoch(benchmark::State& state, const std::string& peer_model,
   for (auto _ : state) {
     int64_t samples = 0;
     std::vector<double> losses;
-    std::vector<int64_t> faults;  // the process's count after each step
+    std::optional<int64_t> warm_faults;
     const absl::StatusOr<double> seconds = KindlingEpoch<M, Config>(
-        kindling::Device::Cpu(), forward, &samples, &losses, &faults);
+        kindling::Device::Cpu(), forward, &samples, &losses, &warm_faults);
+    const int64_t faults = MinorPageFaults();
     if (!seconds.ok() || losses.empty()) {
       state.SkipWithError(seconds.ok() ? "the epoch ran no step"
                                        : seconds.status().ToString().c_str());
@@ -328,10 +331,11 @@ void TrainEpoch(benchmark::State& state, const std::string& peer_model,
     state.counters["kindling_peak_rss_mib"] = kindling_rss;
     state.counters["samples"] = static_cast<double>(samples);
     state.counters["kindling_final_loss"] = losses.back();
-    if (faults.size() > kWarmUpSteps) {
+    const int64_t steps = static_cast<int64_t>(losses.size());
+    if (warm_faults.has_value() && steps > kWarmUpSteps) {
       state.counters["kindling_faults_per_step"] =
-          static_cast<double>(faults.back() - faults[kWarmUpSteps - 1]) /
-          static_cast<double>(faults.size() - kWarmUpSteps);
+          static_cast<double>(faults - *warm_faults) /
+          static_cast<double>(steps - kWarmUpSteps);
     }
     // Rows enter every layer linearly: the epoch's FLOPs are one batch of
     // `samples` rows.

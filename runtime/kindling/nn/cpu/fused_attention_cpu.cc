@@ -326,6 +326,25 @@ void StoreChunk8(float* row, int64_t cols, int64_t j, __m256 x) {
   }
 }
 
+// ZeroChunks8() is ZeroChunks() on eight lanes: it zeroes a row of `cols`
+// floats from chunk `first` on.
+void ZeroChunks8(float* row, int64_t cols, int64_t first) {
+  std::fill(row + std::min(8 * first, cols), row + cols, 0.0f);
+}
+
+// MaskedExp8() is e^(x scale - shift) of chunk j of `row` on the lanes of
+// `bits`, 0 on the others, which it neither reads nor exponentiates from
+// the row (they take e^0).
+__m256 MaskedExp8(const float* row, int64_t j, uint32_t bits, __m256 scale,
+                  __m256 shift) {
+  const __m256i lanes = cpu::LanesOfBits8(bits);
+  const __m256 in_lanes = _mm256_castsi256_ps(lanes);
+  const __m256 x = _mm256_and_ps(
+      in_lanes,
+      _mm256_fmsub_ps(_mm256_maskload_ps(row + 8 * j, lanes), scale, shift));
+  return _mm256_and_ps(in_lanes, cpu::Exp8(x));
+}
+
 // SoftmaxRows8() is SoftmaxRows16() on eight lanes, for f32 where the CPU
 // has no AVX-512: the same chunks skipped past a row's last seen key, masks
 // as bits, and masked lanes computed as e^0 and zeroed.
@@ -346,7 +365,7 @@ void SoftmaxRows8(const Masks& masks, const ScoreTile<float>& tile) {
     // may be unwritten (attention_products.h).
     const int64_t chunks =
         (masks.SeenKeys(tile.q0 + r, tile.k0, tile.cols) + 7) / 8;
-    std::fill(row + std::min(8 * chunks, tile.cols), row + tile.cols, 0.0f);
+    ZeroChunks8(row, tile.cols, chunks);
     __m256 maxima = neg_inf;
     for (int64_t j = 0; j < chunks; ++j) {
       const __m256i lanes = cpu::LanesOfBits8(kept.Bits8(j));
@@ -363,12 +382,7 @@ void SoftmaxRows8(const Masks& masks, const ScoreTile<float>& tile) {
     const __m256 shift = _mm256_set1_ps(m_new);
     __m256 sums = _mm256_setzero_ps();
     for (int64_t j = 0; j < chunks; ++j) {
-      const __m256i lanes = cpu::LanesOfBits8(kept.Bits8(j));
-      const __m256 in_lanes = _mm256_castsi256_ps(lanes);
-      const __m256 x = _mm256_and_ps(
-          in_lanes, _mm256_fmsub_ps(_mm256_maskload_ps(row + 8 * j, lanes),
-                                    scale, shift));
-      const __m256 weights = _mm256_and_ps(in_lanes, cpu::Exp8(x));
+      const __m256 weights = MaskedExp8(row, j, kept.Bits8(j), scale, shift);
       sums = _mm256_add_ps(sums, weights);
       StoreChunk8(row, tile.cols, j, weights);
     }
@@ -521,15 +535,11 @@ void RecomputeWeights8(const Masks& masks, const WeightTile<float>& tile) {
     // As in SoftmaxRows8: past the keys the row sees, zeros.
     const int64_t chunks =
         (masks.SeenKeys(tile.q0 + r, tile.k0, tile.cols) + 7) / 8;
-    std::fill(row + std::min(8 * chunks, tile.cols), row + tile.cols, 0.0f);
+    ZeroChunks8(row, tile.cols, chunks);
     const __m256 shift = _mm256_set1_ps(lse);
     for (int64_t j = 0; j < chunks; ++j) {
-      const __m256i lanes = cpu::LanesOfBits8((kept >> (8 * j)) & 0xff);
-      const __m256 in_lanes = _mm256_castsi256_ps(lanes);
-      const __m256 x = _mm256_and_ps(
-          in_lanes, _mm256_fmsub_ps(_mm256_maskload_ps(row + 8 * j, lanes),
-                                    scale, shift));
-      StoreChunk8(row, tile.cols, j, _mm256_and_ps(in_lanes, cpu::Exp8(x)));
+      const uint32_t bits = (kept >> (8 * j)) & 0xff;
+      StoreChunk8(row, tile.cols, j, MaskedExp8(row, j, bits, scale, shift));
     }
   }
 }
