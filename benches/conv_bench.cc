@@ -14,6 +14,12 @@
 // BM_PooledConvForward / BM_PooledConvBackward: conv2 and its pool as two
 // ops against the pooled convolution (see below).
 //
+// BM_WinogradForward / BM_WinogradBackward: conv2 pooled as the example
+// CNN runs it (OneDnnConv2dMaxPool and its backward, the weights' gradient
+// included), with winograd_conv3x3.h off (oneDNN's direct kernel) against
+// on. Where the CPU has AVX-512, oneDNN's layouts are nChw16c, the Winograd
+// of winograd_conv3x3.h never runs and both sides are the same.
+//
 // BM_MaxPoolBackward: max pooling's backward on the two pools of the CNN,
 // against memcpy (see below).
 //
@@ -210,6 +216,39 @@ void BM_PooledConvBackward(benchmark::State& state, const Layer& layer) {
       {"separate", "pooled"});
 }
 
+// winograd_vs_direct < 1: winograd_conv3x3.h is faster than oneDNN's direct
+// AVX2 kernel on the pooled conv2.
+void BM_WinogradForward(benchmark::State& state, const Layer& layer) {
+  const Operands o(layer);
+  const Pooled p(o);
+  auto pooled = [&](bool winograd) {
+    cpu::SetWinogradConv3x3(winograd);
+    return cpu::OneDnnConv2dMaxPool(p.out, p.argmax, o.input, o.weight, o.bias,
+                                    o.window, p.window, PoolActivation::kRelu);
+  };
+  Compare(
+      state, [&] { pooled(false); }, [&] { return pooled(true); },
+      {"direct", "winograd"});
+  cpu::SetWinogradConv3x3(true);
+}
+
+void BM_WinogradBackward(benchmark::State& state, const Layer& layer) {
+  const Operands o(layer);
+  const Pooled p(o);
+  cpu::OneDnnConv2dMaxPool(p.out, p.argmax, o.input, o.weight, o.bias, o.window,
+                           p.window, PoolActivation::kRelu);
+  auto backward = [&](bool winograd) {
+    cpu::SetWinogradConv3x3(winograd);
+    return cpu::OneDnnConv2dMaxPoolBackward(
+        o.input_grad, o.weight_grad, o.bias_grad, p.grad, p.argmax, o.input,
+        o.weight, o.window, p.window);
+  };
+  Compare(
+      state, [&] { backward(false); }, [&] { return backward(true); },
+      {"direct", "winograd"});
+  cpu::SetWinogradConv3x3(true);
+}
+
 // Max pooling's backward after each of the CNN's convolutions (2x2 at
 // stride 2 over the layer's output, with the fused ReLU's argmax, as the
 // example runs them: about half the windows route no gradient), against a
@@ -265,6 +304,12 @@ BENCHMARK_CAPTURE(BM_PooledConvForward, conv2, kConv2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_PooledConvBackward, conv2, kConv2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_WinogradForward, conv2, kConv2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_WinogradBackward, conv2, kConv2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_MaxPoolBackward, after_conv1, kConv1)

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -226,6 +227,57 @@ TEST(OneDnnConv2dDeclineTest, F64AndWindowsOneDnnCannotPadAreDeclined) {
   const Operands f32(short_case, DType::kF32);
   EXPECT_FALSE(OneDnnConv2d(Empty(f32.out_shape, DType::kF32), f32.input,
                             f32.weight, f32.bias, short_case.window));
+}
+
+// OneDnnComputesBy8() is true where oneDNN's convolutions of 16 channels or
+// more run in nChw8c here, so that winograd_conv3x3.h takes their 3 x 3
+// stride-1 layers: an AVX2 CPU, or ONEDNN_MAX_CPU_ISA=AVX2 (false where the
+// test cannot tell: another cap, or KINDLING_ONEDNN set).
+bool OneDnnComputesBy8() {
+  if (std::getenv("KINDLING_ONEDNN") != nullptr) return false;
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (cap != nullptr) return std::string(cap) == "AVX2";
+  return !__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
+}
+
+// With winograd_conv3x3.h on (the default) and off, the forward and the
+// gradients match the f64 reference; where oneDNN computes in nChw8c the
+// two differ somewhere (Winograd rounds differently), which shows that the
+// Winograd kernel ran.
+TEST(OneDnnConv2dWinogradTest, OnAndOffBothMatchAndDifferWhereTaken) {
+  const std::vector<ConvCase> cases = {
+      {"cnn_conv2", 8, 32, 64, 14, 14, {.kernel = {3, 3}, .padding = {1, 1}}},
+      {"odd", 5, 16, 24, 9, 7, {.kernel = {3, 3}, .padding = {1, 1}}, false},
+  };
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Operands f32(c, DType::kF32), f64(c, DType::kF64);
+    const Shape input_shape{c.batch, c.channels, c.height, c.width};
+    const TensorBase expected_out = Empty(f64.out_shape, DType::kF64);
+    Conv2dKernel(expected_out, f64.input, f64.weight, f64.bias, c.window);
+    const TensorBase expected_grad = Empty(input_shape, DType::kF64);
+    Conv2dBackwardKernel(expected_grad, TensorBase(), TensorBase(), f64.grad,
+                         f64.input, f64.weight, c.window);
+    std::vector<std::vector<double>> outs, grads;
+    for (bool winograd : {true, false}) {
+      SetWinogradConv3x3(winograd);
+      const TensorBase out = Empty(f32.out_shape, DType::kF32);
+      const TensorBase grad = Empty(input_shape, DType::kF32);
+      ASSERT_TRUE(OneDnnConv2d(out, f32.input, f32.weight, f32.bias, c.window));
+      ASSERT_TRUE(OneDnnConv2dBackward(grad, TensorBase(), TensorBase(),
+                                       f32.grad, f32.input, f32.weight,
+                                       c.window));
+      ExpectClose(out, expected_out, "forward");
+      ExpectClose(grad, expected_grad, "input gradient");
+      outs.push_back(ToDoubles(out));
+      grads.push_back(ToDoubles(grad));
+    }
+    SetWinogradConv3x3(true);
+    if (OneDnnComputesBy8()) {
+      EXPECT_NE(outs[0], outs[1]);
+      EXPECT_NE(grads[0], grads[1]);
+    }
+  }
 }
 
 }  // namespace

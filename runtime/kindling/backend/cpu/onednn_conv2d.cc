@@ -1,6 +1,7 @@
 #include "kindling/backend/cpu/onednn_conv2d.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "kindling/backend/cpu/blocked_max_pool.h"
 #include "kindling/backend/cpu/onednn_common.h"
 #include "kindling/backend/cpu/parallel.h"
+#include "kindling/backend/cpu/winograd_conv3x3.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace kindling::cpu {
@@ -55,6 +57,16 @@ std::optional<memory::desc> UserDesc(const TensorBase& tensor, int64_t batch) {
   return memory::desc(dims, memory::data_type::f32, steps);
 }
 
+// Winograd(): whether SetWinogradConv3x3() (or KINDLING_WINOGRAD=0, read
+// once) leaves winograd_conv3x3.h on.
+std::atomic<bool>& Winograd() {
+  static std::atomic<bool>* enabled = [] {
+    const char* value = std::getenv("KINDLING_WINOGRAD");
+    return new std::atomic<bool>(value == nullptr || std::string(value) != "0");
+  }();
+  return *enabled;
+}
+
 // ConvArgs: one slab's convolution in oneDNN's terms.
 struct ConvArgs {
   memory::dims src, weights, bias, dst;
@@ -64,7 +76,33 @@ struct ConvArgs {
   memory::desc BiasDesc() const {
     return has_bias ? Plain(bias, memory::format_tag::x) : memory::desc();
   }
+
+  // FitsWinograd() is true for what winograd_conv3x3.h computes: a dense
+  // 3 x 3 window at stride 1 with one cell of padding on every side (the
+  // output the input's size) and whole eight-channel blocks both ways.
+  bool FitsWinograd() const {
+    for (int axis = 0; axis < 2; ++axis) {
+      if (weights[2 + axis] != 3 || strides[axis] != 1 || dilates[axis] != 0 ||
+          pad_l[axis] != 1 || pad_r[axis] != 1) {
+        return false;
+      }
+    }
+    return src[1] % 8 == 0 && dst[1] % 8 == 0;
+  }
+
+  WinogradShape Winograd(int64_t samples) const {
+    return {samples, src[1], dst[1], src[2], src[3]};
+  }
 };
+
+// Blocked8() is true where both descriptors are nChw8c, the layout of
+// oneDNN's AVX2 kernels (AVX-512 ones take nChw16c and their own
+// Winograd): there winograd_conv3x3.h runs in place of the direct kernel.
+bool Blocked8(const memory::desc& a, const memory::dims& a_dims,
+              const memory::desc& b, const memory::dims& b_dims) {
+  return a == Plain(a_dims, memory::format_tag::nChw8c) &&
+         b == Plain(b_dims, memory::format_tag::nChw8c);
+}
 
 // ArgsOf() is the convolution of `batch` samples, or nothing where oneDNN's
 // padding cannot express `window` (a right padding below zero: the last
@@ -202,7 +240,14 @@ struct ForwardPlan {
         dst(Port::Direction::kOut, Plain(args.dst, memory::format_tag::nchw),
             desc.dst_desc()),
         has_bias(args.has_bias),
-        dst_block(dst.reorders() ? PoolBlockOf(desc.dst_desc(), args.dst) : 0) {
+        dst_block(dst.reorders() ? PoolBlockOf(desc.dst_desc(), args.dst) : 0),
+        winograd(args.FitsWinograd() && Blocked8(desc.src_desc(), args.src,
+                                                 desc.dst_desc(), args.dst)
+                     ? std::optional<WinogradShape>(args.Winograd(args.src[0]))
+                     : std::nullopt) {
+    if (winograd.has_value()) {
+      winograd_weights.resize(WinogradWeightsSize(args.dst[1], args.src[1]));
+    }
   }
 
   dnnl::convolution_forward::primitive_desc desc;
@@ -213,6 +258,10 @@ struct ForwardPlan {
   // The output's channel block where blocked_max_pool.h pools its layout
   // (nChw16c or nChw8c), else 0.
   int64_t dst_block;
+  // The slab's shape where winograd_conv3x3.h can run the convolution, and
+  // the buffer of its transformed weights.
+  std::optional<WinogradShape> winograd;
+  std::vector<float> winograd_weights;
 };
 
 // BackwardPlan: one slab's data and weights gradients' primitives (either
@@ -233,6 +282,10 @@ struct BackwardPlan {
   // gradient in, where blocked_max_pool.h writes it (nChw16c or nChw8c),
   // else 0.
   int64_t diff_dst_block = 0;
+  // The data gradient's convolution (output gradient to input gradient)
+  // where winograd_conv3x3.h can run it, and its transformed weights.
+  std::optional<WinogradShape> winograd_data;
+  std::vector<float> winograd_weights;
 
   // IncomingPorts() are the ports that take the incoming gradient.
   std::vector<const Port*> IncomingPorts() const {
@@ -263,6 +316,12 @@ void AddDataGradient(const ConvArgs& args,
   plan.data_diff_src.emplace(Direction::kOut,
                              Plain(args.src, memory::format_tag::nchw),
                              desc.diff_src_desc());
+  if (args.FitsWinograd() && Blocked8(desc.diff_dst_desc(), args.dst,
+                                      desc.diff_src_desc(), args.src)) {
+    plan.winograd_data = WinogradShape{args.src[0], args.dst[1], args.src[1],
+                                       args.src[2], args.src[3]};
+    plan.winograd_weights.resize(WinogradWeightsSize(args.dst[1], args.src[1]));
+  }
 }
 
 void AddWeightsGradient(
@@ -459,6 +518,17 @@ Slabs<ForwardPlan> ForwardSlabs(const Shape& out, const TensorBase& input,
 void ExecuteForward(ForwardPlan& plan, const TensorBase& input,
                     const TensorBase& weight, const TensorBase& bias,
                     const Slab& slab, const memory& dst, dnnl::stream& stream) {
+  if (plan.winograd.has_value() && Winograd().load()) {
+    const memory src = plan.src.Prepare(Sample(input, slab.begin), stream);
+    stream.wait();
+    WinogradWeights(weight.data_as<float>(), plan.winograd->out_channels,
+                    plan.winograd->in_channels, plan.winograd_weights.data());
+    WinogradConv3x3(static_cast<const float*>(src.get_data_handle()),
+                    plan.winograd_weights.data(),
+                    plan.has_bias ? bias.data_as<float>() : nullptr,
+                    *plan.winograd, static_cast<float*>(dst.get_data_handle()));
+    return;
+  }
   std::unordered_map<int, memory> arguments = {
       {DNNL_ARG_SRC, plan.src.Prepare(Sample(input, slab.begin), stream)},
       {DNNL_ARG_WEIGHTS, plan.weights.Prepare(weight.data_as<float>(), stream)},
@@ -549,7 +619,20 @@ void ExecuteBackward(BackwardPlan& plan, const BackwardOperands& operands,
                      const Slab& slab, const Incoming& incoming,
                      dnnl::stream& stream) {
   memory diff_dst;  // the incoming gradient in the data primitive's layout
-  if (plan.data.has_value()) {
+  if (plan.data.has_value() && plan.winograd_data.has_value() &&
+      Winograd().load()) {
+    diff_dst = incoming(*plan.data_diff_dst);
+    const memory diff_src = plan.data_diff_src->Prepare(
+        Sample(operands.input_grad, slab.begin), stream);
+    stream.wait();
+    WinogradDataGradientWeights(
+        operands.weight.data_as<float>(), plan.winograd_data->in_channels,
+        plan.winograd_data->out_channels, plan.winograd_weights.data());
+    WinogradConv3x3(static_cast<const float*>(diff_dst.get_data_handle()),
+                    plan.winograd_weights.data(), nullptr, *plan.winograd_data,
+                    static_cast<float*>(diff_src.get_data_handle()));
+    plan.data_diff_src->Finish(stream);
+  } else if (plan.data.has_value()) {
     diff_dst = incoming(*plan.data_diff_dst);
     plan.data->execute(
         stream,
@@ -634,6 +717,8 @@ int64_t CommonBlock(const std::vector<Plan*>& plans, int64_t Plan::*field) {
 }  // namespace
 
 bool OneDnnEnabled() { return GetOneDnnMode() != OneDnnMode::kOff; }
+
+void SetWinogradConv3x3(bool enabled) { Winograd().store(enabled); }
 
 bool OneDnnLeavesToKindling(const Shape& input) {
   return !OneDnnEnabled() || KindlingsKernelIsFaster(input);
