@@ -100,11 +100,13 @@ Expected Direct(const WinogradShape& s, const std::vector<float>& src,
   return e;
 }
 
-void ExpectNear(const std::vector<float>& got, const Expected& want) {
+// ExpectNear() allows `relative` of each expected value's sum of |terms|.
+void ExpectNear(const std::vector<float>& got, const Expected& want,
+                double relative = 2e-6) {
   ASSERT_EQ(got.size(), want.value.size());
   int failures = 0;
   for (size_t i = 0; i < got.size() && failures < 5; ++i) {
-    const double tolerance = 2e-6 * (want.magnitude[i] + 1);
+    const double tolerance = relative * (want.magnitude[i] + 1);
     if (!(std::fabs(got[i] - want.value[i]) <= tolerance)) {
       ADD_FAILURE() << "element " << i << ": " << got[i] << " against "
                     << want.value[i] << " (tolerance " << tolerance << ")";
@@ -149,6 +151,52 @@ TEST_P(WinogradConv3x3Test, DataGradientMatchesTheDirectAdjoint) {
   std::vector<float> dst(s.samples * s.out_channels * plane, NAN);
   WinogradConv3x3(grad.data(), u.data(), nullptr, s, dst.data());
   ExpectNear(dst, Direct(s, grad, weight, nullptr, /*turned=*/true));
+}
+
+// The weights' gradient: sum over the samples and cells of grad[n, k, y, x]
+// src[n, c, y + i - 1, x + j - 1], in double; the bias's: sum of grad. The
+// tolerance is wider: each entry sums N x H x W terms in f32.
+TEST_P(WinogradConv3x3Test, WeightGradientMatchesTheDirectSum) {
+  const WinogradShape& s = GetParam().shape;
+  const int64_t plane = s.height * s.width;
+  const std::vector<float> src = Random(s.samples * s.in_channels * plane, 8);
+  const std::vector<float> grad = Random(s.samples * s.out_channels * plane, 9);
+  Expected weight{std::vector<double>(s.out_channels * s.in_channels * 9),
+                  std::vector<double>(s.out_channels * s.in_channels * 9)};
+  Expected bias{std::vector<double>(s.out_channels),
+                std::vector<double>(s.out_channels)};
+  for (int64_t n = 0; n < s.samples; ++n) {
+    for (int64_t k = 0; k < s.out_channels; ++k) {
+      for (int64_t y = 0; y < s.height; ++y) {
+        for (int64_t x = 0; x < s.width; ++x) {
+          const double g = grad[Blocked(s, s.out_channels, n, k, y, x)];
+          bias.value[k] += g;
+          bias.magnitude[k] += std::fabs(g);
+          for (int64_t c = 0; c < s.in_channels; ++c) {
+            for (int64_t i = 0; i < 3; ++i) {
+              for (int64_t j = 0; j < 3; ++j) {
+                const int64_t yy = y + i - 1, xx = x + j - 1;
+                if (yy < 0 || yy >= s.height || xx < 0 || xx >= s.width) {
+                  continue;
+                }
+                const double term =
+                    g * src[Blocked(s, s.in_channels, n, c, yy, xx)];
+                const int64_t at = ((k * s.in_channels + c) * 3 + i) * 3 + j;
+                weight.value[at] += term;
+                weight.magnitude[at] += std::fabs(term);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  std::vector<float> weight_grad(weight.value.size(), NAN);
+  std::vector<float> bias_grad(s.out_channels, NAN);
+  WinogradWeightGradient(src.data(), grad.data(), s, weight_grad.data(),
+                         GetParam().bias ? bias_grad.data() : nullptr);
+  ExpectNear(weight_grad, weight, 1e-5);
+  if (GetParam().bias) ExpectNear(bias_grad, bias, 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, WinogradConv3x3Test,

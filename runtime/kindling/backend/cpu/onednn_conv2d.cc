@@ -290,6 +290,10 @@ struct BackwardPlan {
   // where winograd_conv3x3.h can run it, and its transformed weights.
   std::optional<WinogradShape> winograd_data;
   std::vector<float> winograd_weights;
+  // The forward convolution's shape where winograd_conv3x3.h can compute
+  // the weights' gradient (from the data gradient's nChw8c incoming
+  // gradient and the input reordered to nChw8c).
+  std::optional<WinogradShape> winograd_weight_grad;
 
   // IncomingPorts() are the ports that take the incoming gradient.
   std::vector<const Port*> IncomingPorts() const {
@@ -353,6 +357,10 @@ void AddWeightsGradient(
   plan.weight_partial.resize(args.weights[0] * args.weights[1] *
                              args.weights[2] * args.weights[3]);
   if (args.has_bias) plan.bias_partial.resize(args.bias[0]);
+  if (plan.winograd_data.has_value() &&
+      desc.src_desc() == Plain(args.src, memory::format_tag::nChw8c)) {
+    plan.winograd_weight_grad = args.Winograd(args.src[0]);
+  }
 }
 
 // kMaxPlans bounds each cache: a workload whose shapes keep changing (images
@@ -442,6 +450,11 @@ float* Sample(const TensorBase& tensor, int64_t n) {
   return tensor.data_as<float>() + n * tensor.strides()[0];
 }
 
+// Data() is the first float of `m`'s buffer.
+float* Data(const memory& m) {
+  return static_cast<float*>(m.get_data_handle());
+}
+
 // KindlingsKernelIsFaster(): one input channel (a first layer on grey
 // images), where oneDNN's reorders into and out of its blocked layout cost
 // about what the arithmetic does. On the example CNN's conv1 (1 -> 32,
@@ -527,10 +540,9 @@ void ExecuteForward(ForwardPlan& plan, const TensorBase& input,
     stream.wait();
     WinogradWeights(weight.data_as<float>(), plan.winograd->out_channels,
                     plan.winograd->in_channels, plan.winograd_weights.data());
-    WinogradConv3x3(static_cast<const float*>(src.get_data_handle()),
-                    plan.winograd_weights.data(),
+    WinogradConv3x3(Data(src), plan.winograd_weights.data(),
                     plan.has_bias ? bias.data_as<float>() : nullptr,
-                    *plan.winograd, static_cast<float*>(dst.get_data_handle()));
+                    *plan.winograd, Data(dst));
     return;
   }
   std::unordered_map<int, memory> arguments = {
@@ -616,6 +628,34 @@ Slabs<BackwardPlan> BackwardSlabs(const BackwardOperands& operands,
   return result;
 }
 
+// RunDataGradient() writes `slab`'s input gradient from the incoming
+// gradient `diff_dst` (in the data port's layout): by winograd_conv3x3.h
+// where the plan and SetWinogradConv3x3() allow, else by oneDNN's
+// primitive.
+void RunDataGradient(BackwardPlan& plan, const BackwardOperands& operands,
+                     const Slab& slab, const memory& diff_dst,
+                     dnnl::stream& stream) {
+  const memory diff_src = plan.data_diff_src->Prepare(
+      Sample(operands.input_grad, slab.begin), stream);
+  if (plan.winograd_data.has_value() && Winograd().load()) {
+    stream.wait();
+    WinogradDataGradientWeights(
+        operands.weight.data_as<float>(), plan.winograd_data->in_channels,
+        plan.winograd_data->out_channels, plan.winograd_weights.data());
+    WinogradConv3x3(Data(diff_dst), plan.winograd_weights.data(), nullptr,
+                    *plan.winograd_data, Data(diff_src));
+  } else {
+    plan.data->execute(
+        stream,
+        {{DNNL_ARG_DIFF_DST, diff_dst},
+         {DNNL_ARG_WEIGHTS,
+          plan.data_weights->Prepare(operands.weight.data_as<float>(), stream)},
+         {DNNL_ARG_DIFF_SRC, diff_src},
+         {DNNL_ARG_SCRATCHPAD, plan.data_scratchpad}});
+  }
+  plan.data_diff_src->Finish(stream);
+}
+
 // ExecuteBackward() runs `slab`'s gradient primitives; incoming(port) is the
 // incoming gradient in the layout `port` wants (BackwardPlan's ports).
 template <class Incoming>
@@ -623,47 +663,35 @@ void ExecuteBackward(BackwardPlan& plan, const BackwardOperands& operands,
                      const Slab& slab, const Incoming& incoming,
                      dnnl::stream& stream) {
   memory diff_dst;  // the incoming gradient in the data primitive's layout
-  if (plan.data.has_value() && plan.winograd_data.has_value() &&
-      Winograd().load()) {
+  if (plan.data.has_value()) {
     diff_dst = incoming(*plan.data_diff_dst);
-    const memory diff_src = plan.data_diff_src->Prepare(
-        Sample(operands.input_grad, slab.begin), stream);
-    stream.wait();
-    WinogradDataGradientWeights(
-        operands.weight.data_as<float>(), plan.winograd_data->in_channels,
-        plan.winograd_data->out_channels, plan.winograd_weights.data());
-    WinogradConv3x3(static_cast<const float*>(diff_dst.get_data_handle()),
-                    plan.winograd_weights.data(), nullptr, *plan.winograd_data,
-                    static_cast<float*>(diff_src.get_data_handle()));
-    plan.data_diff_src->Finish(stream);
-  } else if (plan.data.has_value()) {
-    diff_dst = incoming(*plan.data_diff_dst);
-    plan.data->execute(
-        stream,
-        {{DNNL_ARG_DIFF_DST, diff_dst},
-         {DNNL_ARG_WEIGHTS,
-          plan.data_weights->Prepare(operands.weight.data_as<float>(), stream)},
-         {DNNL_ARG_DIFF_SRC,
-          plan.data_diff_src->Prepare(Sample(operands.input_grad, slab.begin),
-                                      stream)},
-         {DNNL_ARG_SCRATCHPAD, plan.data_scratchpad}});
-    plan.data_diff_src->Finish(stream);
+    RunDataGradient(plan, operands, slab, diff_dst, stream);
   }
   if (!plan.weights.has_value()) return;
+  const memory src =
+      plan.weights_src->Prepare(Sample(operands.input, slab.begin), stream);
+  float* bias_partial =
+      plan.bias_partial.empty() ? nullptr : plan.bias_partial.data();
+  if (plan.winograd_weight_grad.has_value() && Winograd().load()) {
+    stream.wait();
+    WinogradWeightGradient(Data(src), Data(diff_dst),
+                           *plan.winograd_weight_grad,
+                           plan.weight_partial.data(), bias_partial);
+    return;
+  }
   std::unordered_map<int, memory> arguments = {
       {DNNL_ARG_DIFF_DST, plan.weights_diff_dst.has_value()
                               ? incoming(*plan.weights_diff_dst)
                               : diff_dst},
-      {DNNL_ARG_SRC,
-       plan.weights_src->Prepare(Sample(operands.input, slab.begin), stream)},
+      {DNNL_ARG_SRC, src},
       {DNNL_ARG_DIFF_WEIGHTS,
        plan.weights_diff_weights->Prepare(plan.weight_partial.data(), stream)},
       {DNNL_ARG_SCRATCHPAD, plan.weights_scratchpad}};
-  if (!plan.bias_partial.empty()) {
+  if (bias_partial != nullptr) {
     arguments[DNNL_ARG_DIFF_BIAS] =
         memory(Plain({static_cast<int64_t>(plan.bias_partial.size())},
                      memory::format_tag::x),
-               OneDnnEngine(), plan.bias_partial.data());
+               OneDnnEngine(), bias_partial);
   }
   plan.weights->execute(stream, arguments);
   plan.weights_diff_weights->Finish(stream);

@@ -43,12 +43,12 @@ namespace kindling::cpu {
 bool OneDnnEnabled();
 
 // SetWinogradConv3x3() chooses whether the 3 x 3, stride-1, padding-1
-// convolutions (forward and data gradient) that oneDNN would run with its
-// direct AVX2 kernel, in nChw8c, run through winograd_conv3x3.h instead, in
-// the same layout and plans: on by default, off where KINDLING_WINOGRAD=0
-// (read once). On the example CNN's conv2 at batch 128 (benches/conv_bench,
-// AMD Zen 3, 2 threads) see docs/performance.md. For benches and tests that
-// compare the two; not to be called while a convolution runs.
+// convolutions (forward, data gradient and, with the data gradient, the
+// weights' and bias's) that oneDNN would run with its direct AVX2 kernel,
+// in nChw8c, run through winograd_conv3x3.h instead, in the same layouts
+// and slabs: on by default, off where KINDLING_WINOGRAD=0 (read once).
+// Figures: Blocked8() in the .cc and docs/performance.md. For benches and
+// tests that compare the two; not to be called while a convolution runs.
 void SetWinogradConv3x3(bool enabled);
 
 // OneDnnLeavesToKindling() is true where OneDnnConv2d() and

@@ -239,6 +239,155 @@ void MultiplyPoint(const float* v, const float* u, int64_t rows,
   }
 }
 
+// TransformGradient() writes the 16 points of A g A^T for every channel of
+// tile `tile`'s 2 x 2 output gradient g (zero past the image's edge) to `t`
+// (point p at t + p * point_stride): the adjoint of TransformOutput()'s
+// A^T m A. A = [1 0; 1 1; 1 -1; 0 -1].
+void TransformGradient(const float* grad, const WinogradShape& shape,
+                       const TileAt& tile, float* t, int64_t point_stride) {
+  const int64_t plane = shape.height * shape.width * kLanes;
+  const int64_t blocks = shape.out_channels / kLanes;
+  const int64_t y = tile.y + 1, x = tile.x + 1;
+  const bool second_row = y + 1 < shape.height;
+  const bool second_col = x + 1 < shape.width;
+  const float* sample = grad + tile.sample * blocks * plane;
+  const __m256 zero = _mm256_setzero_ps();
+  for (int64_t block = 0; block < blocks; ++block) {
+    const float* top = sample + block * plane + (y * shape.width + x) * kLanes;
+    const float* bottom = top + shape.width * kLanes;
+    const __m256 a = _mm256_loadu_ps(top);
+    const __m256 b = second_col ? _mm256_loadu_ps(top + kLanes) : zero;
+    const __m256 c = second_row ? _mm256_loadu_ps(bottom) : zero;
+    const __m256 d =
+        second_row && second_col ? _mm256_loadu_ps(bottom + kLanes) : zero;
+    // A g: rows [a b], [a + c, b + d], [a - c, b - d], [-c, -d].
+    const __m256 rows[4][2] = {
+        {a, b},
+        {_mm256_add_ps(a, c), _mm256_add_ps(b, d)},
+        {_mm256_sub_ps(a, c), _mm256_sub_ps(b, d)},
+        {_mm256_sub_ps(zero, c), _mm256_sub_ps(zero, d)}};
+    float* out = t + block * kLanes;
+    for (int i = 0; i < 4; ++i) {
+      // (A g) A^T: a row [l r] becomes [l, l + r, l - r, -r].
+      const __m256 l = rows[i][0], r = rows[i][1];
+      _mm256_storeu_ps(out + (4 * i + 0) * point_stride, l);
+      _mm256_storeu_ps(out + (4 * i + 1) * point_stride, _mm256_add_ps(l, r));
+      _mm256_storeu_ps(out + (4 * i + 2) * point_stride, _mm256_sub_ps(l, r));
+      _mm256_storeu_ps(out + (4 * i + 3) * point_stride,
+                       _mm256_sub_ps(zero, r));
+    }
+  }
+}
+
+// AccumulateTile() adds to z[r, c] the sum over `tiles` (at least one)
+// tiles t of g[t, r] v[t, c], for `Rows` rows r and `Vectors` x 8 columns
+// c: rows of g `outs` apart, of v and z `channels` apart. The tiles are
+// summed in order, starting from z. The loop is a do-while: with a loop
+// that might run no times, gcc 12 at -O3 stored every sum to the stack in
+// every iteration (three times the time).
+template <int Rows, int Vectors>
+void AccumulateTile(const float* g, const float* v, int64_t tiles, int64_t outs,
+                    int64_t channels, float* z) {
+  __m256 acc[Rows][Vectors];
+  for (int r = 0; r < Rows; ++r) {
+    for (int j = 0; j < Vectors; ++j) {
+      acc[r][j] = _mm256_loadu_ps(z + r * channels + j * kLanes);
+    }
+  }
+  const float* const end = g + tiles * outs;
+  do {
+    __m256 w[Vectors];
+    for (int j = 0; j < Vectors; ++j) w[j] = _mm256_loadu_ps(v + j * kLanes);
+    for (int r = 0; r < Rows; ++r) {
+      const __m256 a = _mm256_broadcast_ss(g + r);
+      for (int j = 0; j < Vectors; ++j) {
+        acc[r][j] = _mm256_fmadd_ps(a, w[j], acc[r][j]);
+      }
+    }
+    g += outs;
+    v += channels;
+  } while (g != end);
+  for (int r = 0; r < Rows; ++r) {
+    for (int j = 0; j < Vectors; ++j) {
+      _mm256_storeu_ps(z + r * channels + j * kLanes, acc[r][j]);
+    }
+  }
+}
+
+template <int Vectors>
+void AccumulateRows(int rows, const float* g, const float* v, int64_t tiles,
+                    int64_t outs, int64_t channels, float* z) {
+  switch (rows) {
+    case 6:
+      return AccumulateTile<6, Vectors>(g, v, tiles, outs, channels, z);
+    case 5:
+      return AccumulateTile<5, Vectors>(g, v, tiles, outs, channels, z);
+    case 4:
+      return AccumulateTile<4, Vectors>(g, v, tiles, outs, channels, z);
+    case 3:
+      return AccumulateTile<3, Vectors>(g, v, tiles, outs, channels, z);
+    case 2:
+      return AccumulateTile<2, Vectors>(g, v, tiles, outs, channels, z);
+    default:
+      return AccumulateTile<1, Vectors>(g, v, tiles, outs, channels, z);
+  }
+}
+
+// AccumulatePoint() adds one point's g^T v ([K, tiles] x [tiles, C]) to z
+// [K, C]: K six rows at a time, C in columns of 16 then a last 8.
+void AccumulatePoint(const float* g, const float* v, int64_t tiles,
+                     const WinogradShape& shape, float* z) {
+  const int64_t channels = shape.in_channels, outs = shape.out_channels;
+  for (int64_t c = 0; c < channels; c += 2 * kLanes) {
+    const bool pair = c + 2 * kLanes <= channels;
+    for (int64_t k = 0; k < outs; k += kRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kRows, outs - k));
+      float* z_rows = z + k * channels + c;
+      if (pair) {
+        AccumulateRows<2>(rows, g + k, v + c, tiles, outs, channels, z_rows);
+      } else {
+        AccumulateRows<1>(rows, g + k, v + c, tiles, outs, channels, z_rows);
+      }
+    }
+  }
+}
+
+// UntransformFilter() writes G^T z G (3 x 3, row-major) of the 4 x 4 `z`
+// (point p at z[p * stride]) to `out`: the adjoint of TransformFilter().
+void UntransformFilter(const float* z, int64_t stride, float* out) {
+  float w[3][4];  // G^T z
+  for (int j = 0; j < 4; ++j) {
+    const float z0 = z[j * stride], z1 = z[(4 + j) * stride],
+                z2 = z[(8 + j) * stride], z3 = z[(12 + j) * stride];
+    w[0][j] = z0 + 0.5f * (z1 + z2);
+    w[1][j] = 0.5f * (z1 - z2);
+    w[2][j] = 0.5f * (z1 + z2) + z3;
+  }
+  for (int i = 0; i < 3; ++i) {
+    out[3 * i + 0] = w[i][0] + 0.5f * (w[i][1] + w[i][2]);
+    out[3 * i + 1] = 0.5f * (w[i][1] - w[i][2]);
+    out[3 * i + 2] = 0.5f * (w[i][1] + w[i][2]) + w[i][3];
+  }
+}
+
+// SumGradient() writes to `bias_grad` [K] the sum of `grad`'s cells of each
+// channel, sample by sample and cell by cell.
+void SumGradient(const float* grad, const WinogradShape& shape,
+                 float* bias_grad) {
+  const int64_t cells = shape.height * shape.width;
+  const int64_t blocks = shape.out_channels / kLanes;
+  for (int64_t block = 0; block < blocks; ++block) {
+    __m256 sum = _mm256_setzero_ps();
+    for (int64_t n = 0; n < shape.samples; ++n) {
+      const float* plane = grad + ((n * blocks + block) * cells) * kLanes;
+      for (int64_t i = 0; i < cells; ++i) {
+        sum = _mm256_add_ps(sum, _mm256_loadu_ps(plane + i * kLanes));
+      }
+    }
+    _mm256_storeu_ps(bias_grad + block * kLanes, sum);
+  }
+}
+
 }  // namespace
 
 int64_t WinogradWeightsSize(int64_t out_channels, int64_t in_channels) {
@@ -291,6 +440,39 @@ void WinogradConv3x3(const float* src, const float* u, const float* bias,
                       TileAt(tiles, first + r), dst);
     }
   }
+}
+
+void WinogradWeightGradient(const float* src, const float* grad,
+                            const WinogradShape& shape, float* weight_grad,
+                            float* bias_grad) {
+  const Tiles tiles(shape);
+  const int64_t channels = shape.in_channels, outs = shape.out_channels;
+  const int64_t v_point = kChunkTiles * channels;
+  const int64_t g_point = kChunkTiles * outs;
+  const int64_t z_point = channels * outs;
+  thread_local std::vector<float> v, g, z;
+  v.resize(kPoints * v_point);
+  g.resize(kPoints * g_point);
+  z.assign(kPoints * z_point, 0.0f);
+  for (int64_t first = 0; first < tiles.total; first += kChunkTiles) {
+    const int64_t rows = std::min(kChunkTiles, tiles.total - first);
+    for (int64_t r = 0; r < rows; ++r) {
+      const TileAt tile(tiles, first + r);
+      TransformInput(src, shape, tile, v.data() + r * channels, v_point);
+      TransformGradient(grad, shape, tile, g.data() + r * outs, g_point);
+    }
+    for (int64_t p = 0; p < kPoints; ++p) {
+      AccumulatePoint(g.data() + p * g_point, v.data() + p * v_point, rows,
+                      shape, z.data() + p * z_point);
+    }
+  }
+  for (int64_t k = 0; k < outs; ++k) {
+    for (int64_t c = 0; c < channels; ++c) {
+      UntransformFilter(z.data() + k * channels + c, z_point,
+                        weight_grad + (k * channels + c) * 9);
+    }
+  }
+  if (bias_grad != nullptr) SumGradient(grad, shape, bias_grad);
 }
 
 }  // namespace kindling::cpu

@@ -13,14 +13,18 @@
 // output channel instead of 36: the channel sums become 16 small matrix
 // products ([tiles, C] x [C, K]), which run here on AVX2 register tiles
 // while the transformed tiles stay in the L2 cache (a chunk of 36 tiles at
-// a time). Measured in benches/conv_bench (BM_ConvForward/conv2,
-// BM_ConvBackward/conv2; docs/performance.md).
+// a time). The input's gradient is the same convolution over the output's
+// gradient with the filters turned, and the weights' gradient the
+// forward's adjoint, the same products summed over the tiles. Measured in
+// benches/conv_bench (BM_WinogradForward/conv2, BM_WinogradBackward/conv2;
+// docs/performance.md).
 //
 // Rounding: the transforms add and subtract up to 16 inputs before the
 // products (with the factors 1/2 of the weights' transform exact), so the
 // result differs from the direct sum in the last bits, as oneDNN's own
 // Winograd does on AVX-512; it does not depend on the thread count or on
-// how a batch is cut into slabs (each tile's sums run in channel order).
+// how a batch is cut into slabs (each tile's sums run in channel order;
+// the weights' gradient sums a slab's tiles in order).
 //
 //   std::vector<float> u(WinogradWeightsSize(64, 32));
 //   WinogradWeights(weight, 64, 32, u.data());      // weight: [64, 32, 3, 3]
@@ -63,6 +67,19 @@ void WinogradDataGradientWeights(const float* weight, int64_t out_channels,
 // 8. Runs on the calling thread.
 void WinogradConv3x3(const float* src, const float* u, const float* bias,
                      const WinogradShape& shape, float* dst);
+
+// WinogradWeightGradient() overwrites `weight_grad` [K, C, 3, 3] (OIHW)
+// with the gradient of that convolution's weights, summed over the
+// samples, given its input `src` [N, C / 8, H, W, 8] and its output's
+// gradient `grad` [N, K / 8, H, W, 8], and `bias_grad` [K] (unless null)
+// with the sum of `grad` per channel. It is the forward's adjoint: each of
+// the 16 points' sum over the tiles of (A g A^T) (B^T d B) is one
+// [K, tiles] x [tiles, C] product, and G^T (that sum) G is the 3 x 3
+// filter's gradient. Runs on the calling thread; the tiles are summed in
+// order.
+void WinogradWeightGradient(const float* src, const float* grad,
+                            const WinogradShape& shape, float* weight_grad,
+                            float* bias_grad);
 
 }  // namespace kindling::cpu
 
