@@ -99,9 +99,9 @@ struct ConvArgs {
 // oneDNN's AVX2 kernels (AVX-512 ones take nChw16c and their own
 // Winograd): there winograd_conv3x3.h runs in place of the direct kernel.
 // On the example CNN's pooled conv2 at batch 128 (AMD Zen 3, 2 threads,
-// benches/conv_bench BM_Winograd*, medians of 3) it took 0.64x the direct
-// kernel's time forward and 0.86x backward (the weights' gradient staying
-// on oneDNN), and a CNN epoch 12.9-13.7 s against 14.9-15.5 s.
+// benches/conv_bench BM_Winograd*, medians of 3) it took 0.67x the direct
+// kernel's time forward and 0.59x backward (input, weight and bias
+// gradients), and a CNN epoch 10.7-11.3 s against 14.6-14.7 s.
 bool Blocked8(const memory::desc& a, const memory::dims& a_dims,
               const memory::desc& b, const memory::dims& b_dims) {
   return a == Plain(a_dims, memory::format_tag::nChw8c) &&
