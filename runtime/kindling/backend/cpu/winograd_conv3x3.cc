@@ -171,6 +171,37 @@ void TransformOutput(const float* m, int64_t point_stride, const float* bias,
   }
 }
 
+// ForTile() calls kernel.operator()<Rows, Vectors>() for a register tile
+// of `rows` rows (1 to kRows) by two vectors of columns where `pair`, else
+// one, both as constants.
+template <int Vectors, class Kernel>
+void ForRows(int rows, const Kernel& kernel) {
+  switch (rows) {
+    case 6:
+      return kernel.template operator()<6, Vectors>();
+    case 5:
+      return kernel.template operator()<5, Vectors>();
+    case 4:
+      return kernel.template operator()<4, Vectors>();
+    case 3:
+      return kernel.template operator()<3, Vectors>();
+    case 2:
+      return kernel.template operator()<2, Vectors>();
+    default:
+      return kernel.template operator()<1, Vectors>();
+  }
+}
+
+template <class Kernel>
+void ForTile(int rows, bool pair, const Kernel& kernel) {
+  static_assert(kRows == 6, "ForRows() covers 1 to 6 rows");
+  if (pair) {
+    ForRows<2>(rows, kernel);
+  } else {
+    ForRows<1>(rows, kernel);
+  }
+}
+
 // MultiplyTile() writes m[r, k] = sum over c of v[r, c] u[c, k] for `Rows`
 // rows and `Vectors` x 8 columns k: rows of v `channels` apart, of u and m
 // `outs` apart. The sums run in channel order.
@@ -200,25 +231,6 @@ void MultiplyTile(const float* v, const float* u, int64_t channels,
   }
 }
 
-template <int Vectors>
-void MultiplyRows(int rows, const float* v, const float* u, int64_t channels,
-                  int64_t outs, float* m) {
-  switch (rows) {
-    case 6:
-      return MultiplyTile<6, Vectors>(v, u, channels, outs, m);
-    case 5:
-      return MultiplyTile<5, Vectors>(v, u, channels, outs, m);
-    case 4:
-      return MultiplyTile<4, Vectors>(v, u, channels, outs, m);
-    case 3:
-      return MultiplyTile<3, Vectors>(v, u, channels, outs, m);
-    case 2:
-      return MultiplyTile<2, Vectors>(v, u, channels, outs, m);
-    default:
-      return MultiplyTile<1, Vectors>(v, u, channels, outs, m);
-  }
-}
-
 // MultiplyPoint() writes one point's products m [rows, K] = v [rows, C]
 // u [C, K], K in columns of 16 then a last 8.
 void MultiplyPoint(const float* v, const float* u, int64_t rows,
@@ -230,11 +242,9 @@ void MultiplyPoint(const float* v, const float* u, int64_t rows,
       const int count = static_cast<int>(std::min<int64_t>(kRows, rows - r));
       const float* v_rows = v + r * channels;
       float* m_rows = m + r * outs + k;
-      if (pair) {
-        MultiplyRows<2>(count, v_rows, u + k, channels, outs, m_rows);
-      } else {
-        MultiplyRows<1>(count, v_rows, u + k, channels, outs, m_rows);
-      }
+      ForTile(count, pair, [&]<int Rows, int Vectors>() {
+        MultiplyTile<Rows, Vectors>(v_rows, u + k, channels, outs, m_rows);
+      });
     }
   }
 }
@@ -314,25 +324,6 @@ void AccumulateTile(const float* g, const float* v, int64_t tiles, int64_t outs,
   }
 }
 
-template <int Vectors>
-void AccumulateRows(int rows, const float* g, const float* v, int64_t tiles,
-                    int64_t outs, int64_t channels, float* z) {
-  switch (rows) {
-    case 6:
-      return AccumulateTile<6, Vectors>(g, v, tiles, outs, channels, z);
-    case 5:
-      return AccumulateTile<5, Vectors>(g, v, tiles, outs, channels, z);
-    case 4:
-      return AccumulateTile<4, Vectors>(g, v, tiles, outs, channels, z);
-    case 3:
-      return AccumulateTile<3, Vectors>(g, v, tiles, outs, channels, z);
-    case 2:
-      return AccumulateTile<2, Vectors>(g, v, tiles, outs, channels, z);
-    default:
-      return AccumulateTile<1, Vectors>(g, v, tiles, outs, channels, z);
-  }
-}
-
 // AccumulatePoint() adds one point's g^T v ([K, tiles] x [tiles, C]) to z
 // [K, C]: K six rows at a time, C in columns of 16 then a last 8.
 void AccumulatePoint(const float* g, const float* v, int64_t tiles,
@@ -343,11 +334,10 @@ void AccumulatePoint(const float* g, const float* v, int64_t tiles,
     for (int64_t k = 0; k < outs; k += kRows) {
       const int rows = static_cast<int>(std::min<int64_t>(kRows, outs - k));
       float* z_rows = z + k * channels + c;
-      if (pair) {
-        AccumulateRows<2>(rows, g + k, v + c, tiles, outs, channels, z_rows);
-      } else {
-        AccumulateRows<1>(rows, g + k, v + c, tiles, outs, channels, z_rows);
-      }
+      ForTile(rows, pair, [&]<int Rows, int Vectors>() {
+        AccumulateTile<Rows, Vectors>(g + k, v + c, tiles, outs, channels,
+                                      z_rows);
+      });
     }
   }
 }
