@@ -76,7 +76,9 @@ void WinogradConv3x3(const float* src, const float* u, const float* bias,
 // the 16 points' sum over the tiles of (A g A^T) (B^T d B) is one
 // [K, tiles] x [tiles, C] product, and G^T (that sum) G is the 3 x 3
 // filter's gradient. Runs on the calling thread; the tiles are summed in
-// order.
+// order. Each calling thread keeps its scratch for its next call (here and
+// in WinogradConv3x3(): a chunk's transformed tiles; here also the 16
+// points' sums, 16 x C x K floats, 4 MiB at 256 x 256 channels).
 void WinogradWeightGradient(const float* src, const float* grad,
                             const WinogradShape& shape, float* weight_grad,
                             float* bias_grad);
