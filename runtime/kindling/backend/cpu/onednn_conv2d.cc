@@ -72,8 +72,9 @@ std::atomic<bool>& Winograd() {
 // (AMD Zen 3, 2 threads, 16 samples, medians of 7 calls, four runs), its
 // forward and backward took 0.63-0.96x and 0.64-0.83x the time on 256 ->
 // 256 channels at 14 x 14, 0.67-0.73x and 0.50-0.54x on 128 -> 128 at
-// 28 x 28, but 1.32-1.46x and 0.77-1.03x on 512 -> 512 at 7 x 7: few tiles
-// a slab for 16 MiB of transformed weights, which each slab computes anew.
+// 28 x 28, but 1.23-1.55x and 0.77-1.03x on 512 -> 512 at 7 x 7 (the
+// channel sums cut into blocks of 128 or not): few tiles a slab for 16 MiB
+// of transformed weights, which each slab computes anew.
 constexpr int64_t kMaxWinogradChannels = 256;
 
 // ConvArgs: one slab's convolution in oneDNN's terms.
