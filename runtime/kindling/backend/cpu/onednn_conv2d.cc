@@ -107,17 +107,26 @@ struct ConvArgs {
   }
 };
 
+// Turned() is the convolution that maps `shape`'s output gradient to its
+// input gradient: the channels swapped.
+WinogradShape Turned(const WinogradShape& shape) {
+  return {shape.samples, shape.out_channels, shape.in_channels, shape.height,
+          shape.width};
+}
+
 // Blocked8() is true where both descriptors are nChw8c, the layout of
 // oneDNN's AVX2 kernels (AVX-512 ones take nChw16c and their own
 // Winograd): there winograd_conv3x3.h runs in place of the direct kernel.
-// On the example CNN's pooled conv2 at batch 128 (AMD Zen 3, 2 threads,
-// benches/conv_bench BM_Winograd*, medians of 3) it took 0.67x the direct
-// kernel's time forward and 0.59x backward (input, weight and bias
+// Library first: on the example CNN's conv2 at batch 128 (AMD Zen 3, 2
+// threads, benches/conv_bench, medians of 3) oneDNN's direct kernel took
+// 7.8 ms forward and 17.0 ms backward, Kindling's im2col + OpenBLAS 10.4
+// and 20.3 ms (BM_Conv*/conv2), and oneDNN 2.6 has no AVX2 Winograd. Pooled
+// as the CNN runs it (BM_Winograd*), winograd_conv3x3.h took 0.67x oneDNN's
+// direct time forward and 0.59x backward (input, weight and bias
 // gradients), and a CNN epoch 10.7-11.3 s against 14.6-14.7 s.
 bool Blocked8(const memory::desc& a, const memory::dims& a_dims,
               const memory::desc& b, const memory::dims& b_dims) {
-  return a == Plain(a_dims, memory::format_tag::nChw8c) &&
-         b == Plain(b_dims, memory::format_tag::nChw8c);
+  return PoolBlockOf(a, a_dims) == 8 && PoolBlockOf(b, b_dims) == 8;
 }
 
 // ArgsOf() is the convolution of `batch` samples, or nothing where oneDNN's
@@ -302,10 +311,10 @@ struct BackwardPlan {
   // where winograd_conv3x3.h can run it, and its transformed weights.
   std::optional<WinogradShape> winograd_data;
   std::vector<float> winograd_weights;
-  // The forward convolution's shape where winograd_conv3x3.h can compute
-  // the weights' gradient (from the data gradient's nChw8c incoming
-  // gradient and the input reordered to nChw8c).
-  std::optional<WinogradShape> winograd_weight_grad;
+  // Whether winograd_conv3x3.h computes the weights' gradient too (from
+  // the data gradient's nChw8c incoming gradient and the input reordered
+  // to nChw8c).
+  bool winograd_weight_grad = false;
 
   // IncomingPorts() are the ports that take the incoming gradient.
   std::vector<const Port*> IncomingPorts() const {
@@ -338,8 +347,7 @@ void AddDataGradient(const ConvArgs& args,
                              desc.diff_src_desc());
   if (args.FitsWinograd() && Blocked8(desc.diff_dst_desc(), args.dst,
                                       desc.diff_src_desc(), args.src)) {
-    plan.winograd_data = WinogradShape{args.src[0], args.dst[1], args.src[1],
-                                       args.src[2], args.src[3]};
+    plan.winograd_data = Turned(args.Winograd(args.src[0]));
     plan.winograd_weights.resize(WinogradWeightsSize(args.dst[1], args.src[1]));
   }
 }
@@ -369,10 +377,8 @@ void AddWeightsGradient(
   plan.weight_partial.resize(args.weights[0] * args.weights[1] *
                              args.weights[2] * args.weights[3]);
   if (args.has_bias) plan.bias_partial.resize(args.bias[0]);
-  if (plan.winograd_data.has_value() &&
-      desc.src_desc() == Plain(args.src, memory::format_tag::nChw8c)) {
-    plan.winograd_weight_grad = args.Winograd(args.src[0]);
-  }
+  plan.winograd_weight_grad = plan.winograd_data.has_value() &&
+                              PoolBlockOf(desc.src_desc(), args.src) == 8;
 }
 
 // kMaxPlans bounds each cache: a workload whose shapes keep changing (images
@@ -684,10 +690,10 @@ void ExecuteBackward(BackwardPlan& plan, const BackwardOperands& operands,
       plan.weights_src->Prepare(Sample(operands.input, slab.begin), stream);
   float* bias_partial =
       plan.bias_partial.empty() ? nullptr : plan.bias_partial.data();
-  if (plan.winograd_weight_grad.has_value() && Winograd().load()) {
+  if (plan.winograd_weight_grad && Winograd().load()) {
     stream.wait();
     WinogradWeightGradient(Data(src), Data(diff_dst),
-                           *plan.winograd_weight_grad,
+                           Turned(*plan.winograd_data),
                            plan.weight_partial.data(), bias_partial);
     return;
   }
