@@ -101,6 +101,35 @@ TEST(UnaryGradientTest, GeluAtZero) {
   EXPECT_DOUBLE_EQ(0.5, testing::ToDoubles(*grads.Get(x.leaf_id()))[0]);
 }
 
+// GELU's f32 forward on the CPU keeps the slope (Backend::GeluWithSlope)
+// and its backward multiplies by it; a strided input takes the saved-input
+// path. Both give Binary(kGeluBackward)'s bits, and so each other's.
+TEST(UnaryGradientTest, GeluSavedSlopeHasGeluBackwardsBits) {
+  Generator generator(11);
+  const TensorBase values =
+      RandomLeaf({24, 37}, generator, -6, 6).To(DType::kF32).Detach();
+  const TensorBase seed =
+      RandomLeaf({24, 37}, generator).To(DType::kF32).Detach();
+  const auto gradient = [&](const TensorBase& x) {
+    BackwardOptions options;
+    options.grad_output = seed;
+    const Gradients grads = Backward(ops::Unary(UnaryOp::kGelu, x), options);
+    return ToDoubles(*grads.Get(x.leaf_id()));
+  };
+  const TensorBase x = values.Clone().set_require_grad(true);
+  const std::vector<double> expected =
+      ToDoubles(ops::Binary(BinaryOp::kGeluBackward, seed, values));
+  EXPECT_EQ(expected, gradient(x));
+  // The same values, stored transposed and read back as [24, 37].
+  const TensorBase stored = values.Transpose(0, 1).Contiguous().Clone();
+  const TensorBase leaf = stored.set_require_grad(true);
+  BackwardOptions options;
+  options.grad_output = seed;
+  const Gradients grads =
+      Backward(ops::Unary(UnaryOp::kGelu, leaf.Transpose(0, 1)), options);
+  EXPECT_EQ(expected, ToDoubles(grads.Get(leaf.leaf_id())->Transpose(0, 1)));
+}
+
 // --- Binary ------------------------------------------------------------------
 
 struct BinaryCase {

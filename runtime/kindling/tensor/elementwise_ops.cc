@@ -69,6 +69,29 @@ void CheckOperandDType(BinaryOp op, DType dtype, const Shape& lhs_shape,
   }
 }
 
+// RecordedGeluWithSlope() is gelu(in) recorded for autodiff with GELU's
+// slope saved instead of the input, where the backend computes the two in
+// one pass (Backend::GeluWithSlope): the backward is then one multiply
+// instead of the slope's exponential and polynomial again, and the graph
+// keeps one tensor of in's size as before. Its gradient has
+// Binary(kGeluBackward)'s bits. Returns an undefined tensor, having
+// computed nothing, where the backend has no such kernel for `in`.
+TensorBase RecordedGeluWithSlope(const TensorBase& in) {
+  if (in.numel() == 0 ||
+      ComputeDTypeOn(in.dtype(), in.device()) != in.dtype()) {
+    return TensorBase();
+  }
+  TensorBase out = TensorBase::Empty(in.shape(), in.dtype(), in.device());
+  TensorBase slope = TensorBase::Empty(in.shape(), in.dtype(), in.device());
+  if (!GetBackend(in.device()).GeluWithSlope(out, slope, in)) {
+    return TensorBase();
+  }
+  return autodiff::Record(
+      "gelu", {in}, std::move(out),
+      [slope = SavedTensor(std::move(slope))](
+          const TensorBase& grad) -> GradList { return {Mul(grad, slope)}; });
+}
+
 }  // namespace
 
 TensorBase Unary(UnaryOp op, const TensorBase& in, double arg0, double arg1) {
@@ -93,6 +116,10 @@ TensorBase Unary(UnaryOp op, const TensorBase& in, double arg0, double arg1) {
     return result.To(in.dtype());
   };
   if (!autodiff::ShouldRecord(in)) return forward();
+  if (op == UnaryOp::kGelu) {
+    TensorBase gelu = RecordedGeluWithSlope(in);
+    if (gelu.defined()) return gelu;
+  }
   TensorBase out = autodiff::Untracked(forward);
   // Only what the gradient reads is saved, so the graph keeps no more
   // tensors alive than it needs.

@@ -486,5 +486,72 @@ TEST(CpuBinaryKernelTest, GeluBackwardMatchesTheFormulaOnEveryLayout) {
   EXPECT_EQ(contiguous, Tensor<1>(target).to_data<float>());
 }
 
+// Backend::GeluWithSlope (autodiff's GELU forward) writes Unary(kGelu)'s
+// bits and the slope Binary(kGeluBackward) multiplies by, for every head and
+// tail around the vector widths, and for lanes past |x| = 13, infinities
+// and NaN, which the sixteen-lane path hands to the eight-lane one. It
+// refuses, writing nothing, what it has no kernel for.
+TEST(CpuGeluWithSlopeTest, HasGeluAndGeluBackwardsBits) {
+  std::vector<float> x = RandomValues(4099, 8);
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            -0.75f,
+                            12.9f,
+                            13.5f,
+                            -13.5f,
+                            20.0f,
+                            -25.0f,
+                            1e-30f,
+                            1e30f,
+                            -1e30f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN()};
+  for (size_t i = 0; i < std::size(specials); ++i) x[37 * i + 5] = specials[i];
+  const int64_t n = static_cast<int64_t>(x.size());
+  const auto t = Tensor<1>::FromData(x, {n});
+  const auto grad = Tensor<1>::FromData(RandomValues(n, 9), {n});
+  const auto bits = [](const TensorBase& tensor) {
+    std::vector<uint32_t> result;
+    for (float v : Tensor<1>(tensor).to_data<float>()) {
+      result.push_back(std::bit_cast<uint32_t>(v));
+    }
+    return result;
+  };
+  Backend& cpu = GetBackend(Device::Cpu());
+  for (int64_t start : {0, 1, 3}) {
+    for (int64_t length : {1, 7, 8, 9, 15, 16, 17, 33, 4096}) {
+      const TensorBase in = t.narrow(0, start, length).base();
+      const TensorBase g = grad.narrow(0, start, length).base();
+      const TensorBase out =
+          TensorBase::Empty(in.shape(), DType::kF32, Device::Cpu());
+      const TensorBase slope =
+          TensorBase::Empty(in.shape(), DType::kF32, Device::Cpu());
+      ASSERT_TRUE(cpu.GeluWithSlope(out, slope, in));
+      const std::string where = "start " + std::to_string(start) + " length " +
+                                std::to_string(length);
+      EXPECT_EQ(bits(ops::Unary(UnaryOp::kGelu, in)), bits(out)) << where;
+      EXPECT_EQ(bits(ops::Binary(BinaryOp::kGeluBackward, g, in)),
+                bits(ops::Binary(BinaryOp::kMul, g, slope)))
+          << where;
+    }
+  }
+  // A transposed input and an f64 one: refused, nothing written.
+  const auto matrix = Tensor<2>::FromData(
+      std::vector<float>(x.begin(), x.begin() + 40), {5, 8});
+  const TensorBase transposed = matrix.transpose(0, 1).base();
+  TensorBase out =
+      TensorBase::Empty(transposed.shape(), DType::kF32, Device::Cpu());
+  TensorBase slope =
+      TensorBase::Empty(transposed.shape(), DType::kF32, Device::Cpu());
+  ops::FillInPlace(out, 7);
+  ops::FillInPlace(slope, 7);
+  EXPECT_FALSE(cpu.GeluWithSlope(out, slope, transposed));
+  const TensorBase f64 = transposed.Contiguous().To(DType::kF64);
+  EXPECT_FALSE(cpu.GeluWithSlope(f64.Clone(), f64.Clone(), f64));
+  EXPECT_EQ(std::vector<float>(40, 7.0f), Tensor<2>(out).to_data<float>());
+  EXPECT_EQ(std::vector<float>(40, 7.0f), Tensor<2>(slope).to_data<float>());
+}
+
 }  // namespace
 }  // namespace kindling

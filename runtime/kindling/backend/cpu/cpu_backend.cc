@@ -23,6 +23,11 @@ void CpuBackend::Unary(UnaryOp op, const TensorBase& out, const TensorBase& in,
   UnaryKernel(op, out, in, arg0, arg1);
 }
 
+bool CpuBackend::GeluWithSlope(const TensorBase& out, const TensorBase& slope,
+                               const TensorBase& in) {
+  return GeluWithSlopeKernel(out, slope, in);
+}
+
 void CpuBackend::Binary(BinaryOp op, const TensorBase& out,
                         const TensorBase& lhs, const TensorBase& rhs) {
   BinaryKernel(op, out, lhs, rhs);

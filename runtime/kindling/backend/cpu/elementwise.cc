@@ -446,6 +446,73 @@ void UnaryKernel(UnaryOp op, const TensorBase& out, const TensorBase& in,
 
 namespace {
 
+// GeluAndSlopeFloats8() writes out[i] = GELU(x[i]) and slope[i] = GELU'(x[i])
+// for i < count, eight lanes at a time (Gelu8 and GeluSlope8's bits). Plain
+// stores, even for outputs past kStreamingBytes: two streams of non-temporal
+// stores took 4.5 ms on [4096, 512] against 1.8-2.1 ms for these (Zen 3, two
+// threads), and the GELU's output is read by the next product right away.
+void GeluAndSlopeFloats8(float* out, float* slope, const float* x,
+                         int64_t count) {
+  WriteFloats(out, count, /*stream=*/false, [&](int64_t i, int64_t lanes) {
+    __m256 s;
+    const __m256 y = GeluAndSlope8(
+        lanes == 8 ? _mm256_loadu_ps(x + i) : LoadPartial(x + i, lanes, 0.0f),
+        &s);
+    if (lanes == 8) {
+      _mm256_storeu_ps(slope + i, s);
+    } else {
+      StorePartial(slope + i, lanes, s);
+    }
+    return y;
+  });
+}
+
+// GeluAndSlopeFloats16() is GeluAndSlopeFloats8() with sixteen lanes and the
+// same bits. REQUIRES: HasAvx512().
+KINDLING_AVX512_BEGIN
+KINDLING_AVX512 void GeluAndSlopeFloats16(float* out, float* slope,
+                                          const float* x, int64_t count) {
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    __m512 s;
+    _mm512_storeu_ps(out + i, GeluAndSlope16(_mm512_loadu_ps(x + i), &s));
+    _mm512_storeu_ps(slope + i, s);
+  }
+  if (i < count) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << (count - i)) - 1);
+    __m512 s;
+    const __m512 y = GeluAndSlope16(_mm512_maskz_loadu_ps(mask, x + i), &s);
+    _mm512_mask_storeu_ps(out + i, mask, y);
+    _mm512_mask_storeu_ps(slope + i, mask, s);
+  }
+}
+KINDLING_AVX512_END
+
+}  // namespace
+
+bool GeluWithSlopeKernel(const TensorBase& out, const TensorBase& slope,
+                         const TensorBase& in) {
+  if (in.dtype() != DType::kF32 || !in.is_contiguous() ||
+      !out.is_contiguous() || !slope.is_contiguous()) {
+    return false;
+  }
+  float* y = out.data_as<float>();
+  float* s = slope.data_as<float>();
+  const float* x = in.data_as<const float>();
+  const bool avx512 = HasAvx512();
+  ParallelFor(
+      in.numel(), kTranscendentalGrain, [&](int64_t begin, int64_t end) {
+        if (avx512) {
+          GeluAndSlopeFloats16(y + begin, s + begin, x + begin, end - begin);
+        } else {
+          GeluAndSlopeFloats8(y + begin, s + begin, x + begin, end - begin);
+        }
+      });
+  return true;
+}
+
+namespace {
+
 // --- Binary ----------------------------------------------------------------
 
 // Runs out[i] = f(lhs[i], rhs[i]) with loops for the unit-stride and

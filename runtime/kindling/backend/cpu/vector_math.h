@@ -455,6 +455,21 @@ inline __m256 GeluSlope8(__m256 x) {
       gaussian, phi);
 }
 
+// GeluAndSlope8() is Gelu8(x), setting *slope = GeluSlope8(x), bit for bit
+// both, from one evaluation of the terms they share: GELU's forward when
+// autodiff keeps the slope for the backward (a multiply then).
+inline __m256 GeluAndSlope8(__m256 x, __m256* slope) {
+  namespace internal = vector_math_internal;
+  __m256 phi, gaussian;
+  internal::GeluTerms8(x, &phi, &gaussian);
+  const __m256 clamped = _mm256_min_ps(
+      _mm256_set1_ps(20.0f), _mm256_max_ps(_mm256_set1_ps(-20.0f), x));
+  *slope = _mm256_fmadd_ps(
+      _mm256_mul_ps(clamped, _mm256_set1_ps(internal::kInverseSqrtTwoPi)),
+      gaussian, phi);
+  return _mm256_mul_ps(x, phi);
+}
+
 // --- AVX-512, chosen at run time
 // ----------------------------------------------
 //
@@ -732,6 +747,20 @@ KINDLING_AVX512 inline __m512 GeluSlope16(__m512 x) {
   return _mm512_fmadd_ps(
       _mm512_mul_ps(x, _mm512_set1_ps(vector_math_internal::kInverseSqrtTwoPi)),
       gaussian, phi);
+}
+
+// GeluAndSlope16() is GeluAndSlope8() on sixteen lanes, bit for bit.
+KINDLING_AVX512 inline __m512 GeluAndSlope16(__m512 x, __m512* slope) {
+  __m512 phi, gaussian;
+  if (!GeluTerms16(x, &phi, &gaussian)) {
+    *slope = Halves8(x, [](__m256 half) { return GeluSlope8(half); });
+    return Halves8(x, [](__m256 half) { return Gelu8(half); });
+  }
+  // Every lane is within |x| <= 13 here: no clamp needed.
+  *slope = _mm512_fmadd_ps(
+      _mm512_mul_ps(x, _mm512_set1_ps(vector_math_internal::kInverseSqrtTwoPi)),
+      gaussian, phi);
+  return _mm512_mul_ps(x, phi);
 }
 KINDLING_AVX512_END
 
