@@ -127,16 +127,16 @@ class Backend {
   virtual void Unary(UnaryOp op, const TensorBase& out, const TensorBase& in,
                      double arg0, double arg1) = 0;
 
-  // GeluWithSlope(): out = Unary(kGelu, in) and slope = GELU's derivative at
-  // in, the factor Binary(kGeluBackward, grad, in) multiplies grad by, bit
-  // for bit both, from one evaluation of what they share: autodiff then keeps
-  // the slope instead of the input and GELU's backward is a multiply. All
-  // three have one shape and dtype; out and slope are new contiguous
-  // tensors. Returns false, having written nothing, where the backend has no
-  // such kernel for these operands (the caller then saves the input and
-  // runs kGeluBackward). The default has none.
-  virtual bool GeluWithSlope(const TensorBase& out, const TensorBase& slope,
-                             const TensorBase& in) {
+  // GeluWithSlope(): sets *out = Unary(kGelu, in) and *slope = GELU's
+  // derivative at in, the factor Binary(kGeluBackward, grad, in) multiplies
+  // grad by, bit for bit both, from one evaluation of what they share:
+  // autodiff then keeps the slope instead of the input and GELU's backward
+  // is a multiply. Both are new tensors of in's shape and dtype. Returns
+  // false, having allocated and written nothing, where the backend has no
+  // such kernel for `in` (the caller then saves the input and runs
+  // kGeluBackward). The default has none.
+  virtual bool GeluWithSlope(const TensorBase& in, TensorBase* out,
+                             TensorBase* slope) {
     return false;
   }
 

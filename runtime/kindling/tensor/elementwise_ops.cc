@@ -72,8 +72,9 @@ void CheckOperandDType(BinaryOp op, DType dtype, const Shape& lhs_shape,
 // RecordedGeluWithSlope() is gelu(in) recorded for autodiff with GELU's
 // slope saved instead of the input, where the backend computes the two in
 // one pass (Backend::GeluWithSlope): the backward is then one multiply
-// instead of the slope's exponential and polynomial again, and the graph
-// keeps one tensor of in's size as before. Its gradient has
+// instead of the slope's exponential and polynomial again. The graph keeps
+// a tensor of in's size either way; where nothing else keeps the input
+// (a layer's pre-activation), no more memory than before. Its gradient has
 // Binary(kGeluBackward)'s bits. Returns an undefined tensor, having
 // computed nothing, where the backend has no such kernel for `in`.
 TensorBase RecordedGeluWithSlope(const TensorBase& in) {
@@ -81,9 +82,8 @@ TensorBase RecordedGeluWithSlope(const TensorBase& in) {
       ComputeDTypeOn(in.dtype(), in.device()) != in.dtype()) {
     return TensorBase();
   }
-  TensorBase out = TensorBase::Empty(in.shape(), in.dtype(), in.device());
-  TensorBase slope = TensorBase::Empty(in.shape(), in.dtype(), in.device());
-  if (!GetBackend(in.device()).GeluWithSlope(out, slope, in)) {
+  TensorBase out, slope;
+  if (!GetBackend(in.device()).GeluWithSlope(in, &out, &slope)) {
     return TensorBase();
   }
   return autodiff::Record(

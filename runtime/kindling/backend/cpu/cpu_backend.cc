@@ -23,9 +23,9 @@ void CpuBackend::Unary(UnaryOp op, const TensorBase& out, const TensorBase& in,
   UnaryKernel(op, out, in, arg0, arg1);
 }
 
-bool CpuBackend::GeluWithSlope(const TensorBase& out, const TensorBase& slope,
-                               const TensorBase& in) {
-  return GeluWithSlopeKernel(out, slope, in);
+bool CpuBackend::GeluWithSlope(const TensorBase& in, TensorBase* out,
+                               TensorBase* slope) {
+  return GeluWithSlopeKernel(in, out, slope);
 }
 
 void CpuBackend::Binary(BinaryOp op, const TensorBase& out,

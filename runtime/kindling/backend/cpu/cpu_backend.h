@@ -24,8 +24,8 @@ class CpuBackend final : public Backend {
   void Fill(const TensorBase& out, double value) override;
   void Unary(UnaryOp op, const TensorBase& out, const TensorBase& in,
              double arg0, double arg1) override;
-  bool GeluWithSlope(const TensorBase& out, const TensorBase& slope,
-                     const TensorBase& in) override;
+  bool GeluWithSlope(const TensorBase& in, TensorBase* out,
+                     TensorBase* slope) override;
   void Binary(BinaryOp op, const TensorBase& out, const TensorBase& lhs,
               const TensorBase& rhs) override;
   void Where(const TensorBase& out, const TensorBase& condition,

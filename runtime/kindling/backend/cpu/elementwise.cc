@@ -490,14 +490,13 @@ KINDLING_AVX512_END
 
 }  // namespace
 
-bool GeluWithSlopeKernel(const TensorBase& out, const TensorBase& slope,
-                         const TensorBase& in) {
-  if (in.dtype() != DType::kF32 || !in.is_contiguous() ||
-      !out.is_contiguous() || !slope.is_contiguous()) {
-    return false;
-  }
-  float* y = out.data_as<float>();
-  float* s = slope.data_as<float>();
+bool GeluWithSlopeKernel(const TensorBase& in, TensorBase* out,
+                         TensorBase* slope) {
+  if (in.dtype() != DType::kF32 || !in.is_contiguous()) return false;
+  *out = TensorBase::Empty(in.shape(), DType::kF32, in.device());
+  *slope = TensorBase::Empty(in.shape(), DType::kF32, in.device());
+  float* y = out->data_as<float>();
+  float* s = slope->data_as<float>();
   const float* x = in.data_as<const float>();
   const bool avx512 = HasAvx512();
   ParallelFor(

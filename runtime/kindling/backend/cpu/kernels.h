@@ -14,9 +14,9 @@ void CopyKernel(const TensorBase& out, const TensorBase& in);
 void FillKernel(const TensorBase& out, double value);
 void UnaryKernel(UnaryOp op, const TensorBase& out, const TensorBase& in,
                  double arg0, double arg1);
-// Backend::GeluWithSlope for f32 tensors that are all contiguous.
-bool GeluWithSlopeKernel(const TensorBase& out, const TensorBase& slope,
-                         const TensorBase& in);
+// Backend::GeluWithSlope for contiguous f32 inputs.
+bool GeluWithSlopeKernel(const TensorBase& in, TensorBase* out,
+                         TensorBase* slope);
 void BinaryKernel(BinaryOp op, const TensorBase& out, const TensorBase& lhs,
                   const TensorBase& rhs);
 void BinaryScalarKernel(BinaryOp op, const TensorBase& out,
