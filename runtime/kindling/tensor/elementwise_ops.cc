@@ -87,7 +87,7 @@ TensorBase RecordedGeluWithSlope(const TensorBase& in) {
     return TensorBase();
   }
   return autodiff::Record(
-      "gelu", {in}, std::move(out),
+      UnaryOpName(UnaryOp::kGelu), {in}, std::move(out),
       [slope = SavedTensor(std::move(slope))](
           const TensorBase& grad) -> GradList { return {Mul(grad, slope)}; });
 }

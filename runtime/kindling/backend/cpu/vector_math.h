@@ -443,31 +443,28 @@ inline __m256 Gelu8(__m256 x) {
 // terms, as they cancel near the slope's root at x = -0.75). x is clamped
 // to [-20, 20] in the density term, so the slope is exactly 1 and 0 at
 // +inf and -inf; a NaN lane stays NaN.
-inline __m256 GeluSlope8(__m256 x) {
+//
+// GeluAndSlope8() returns Gelu8(x) and sets *slope = GeluSlope8(x) from one
+// evaluation of the terms they share: GELU's forward when autodiff keeps the
+// slope for the backward (a multiply then). GeluSlope8 is its slope alone
+// (the unused product folds away).
+inline __m256 GeluAndSlope8(__m256 x, __m256* slope) {
   namespace internal = vector_math_internal;
   __m256 phi, gaussian;
   internal::GeluTerms8(x, &phi, &gaussian);
   // max(-20, x) and min(20, .) return their second operand, x, for NaN.
   const __m256 clamped = _mm256_min_ps(
       _mm256_set1_ps(20.0f), _mm256_max_ps(_mm256_set1_ps(-20.0f), x));
-  return _mm256_fmadd_ps(
-      _mm256_mul_ps(clamped, _mm256_set1_ps(internal::kInverseSqrtTwoPi)),
-      gaussian, phi);
-}
-
-// GeluAndSlope8() is Gelu8(x), setting *slope = GeluSlope8(x), bit for bit
-// both, from one evaluation of the terms they share: GELU's forward when
-// autodiff keeps the slope for the backward (a multiply then).
-inline __m256 GeluAndSlope8(__m256 x, __m256* slope) {
-  namespace internal = vector_math_internal;
-  __m256 phi, gaussian;
-  internal::GeluTerms8(x, &phi, &gaussian);
-  const __m256 clamped = _mm256_min_ps(
-      _mm256_set1_ps(20.0f), _mm256_max_ps(_mm256_set1_ps(-20.0f), x));
   *slope = _mm256_fmadd_ps(
       _mm256_mul_ps(clamped, _mm256_set1_ps(internal::kInverseSqrtTwoPi)),
       gaussian, phi);
   return _mm256_mul_ps(x, phi);
+}
+
+inline __m256 GeluSlope8(__m256 x) {
+  __m256 slope;
+  GeluAndSlope8(x, &slope);
+  return slope;
 }
 
 // --- AVX-512, chosen at run time
@@ -538,14 +535,20 @@ inline __mmask16 FirstLanes16(int64_t count) {
 // Halves8() applies an eight-lane function to each half of x: the 16-lane
 // functions' slow path, so that it gives the eight-lane result bit for bit.
 KINDLING_AVX512_BEGIN
-template <class F8>
-KINDLING_AVX512 inline __m512 Halves8(__m512 x, const F8& f8) {
-  const __m256 low_half = f8(_mm512_castps512_ps256(x));
-  const __m256 high_half =
-      f8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+KINDLING_AVX512 inline __m256 LowHalf8(__m512 x) {
+  return _mm512_castps512_ps256(x);
+}
+KINDLING_AVX512 inline __m256 HighHalf8(__m512 x) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1));
+}
+KINDLING_AVX512 inline __m512 Join8(__m256 low_half, __m256 high_half) {
   return _mm512_castpd_ps(
       _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(low_half)),
                          _mm256_castps_pd(high_half), 1));
+}
+template <class F8>
+KINDLING_AVX512 inline __m512 Halves8(__m512 x, const F8& f8) {
+  return Join8(f8(LowHalf8(x)), f8(HighHalf8(x)));
 }
 
 // The sixteen-lane forms of ExpPolynomial(), RoundLog2() and
@@ -737,30 +740,28 @@ KINDLING_AVX512 inline __m512 Gelu16(__m512 x) {
   return _mm512_mul_ps(x, phi);
 }
 
-// GeluSlope16() is GeluSlope8() on sixteen lanes, bit for bit.
-KINDLING_AVX512 inline __m512 GeluSlope16(__m512 x) {
-  __m512 phi, gaussian;
-  if (!GeluTerms16(x, &phi, &gaussian)) {
-    return Halves8(x, [](__m256 half) { return GeluSlope8(half); });
-  }
-  // Every lane is within |x| <= 13 here: no clamp needed.
-  return _mm512_fmadd_ps(
-      _mm512_mul_ps(x, _mm512_set1_ps(vector_math_internal::kInverseSqrtTwoPi)),
-      gaussian, phi);
-}
-
-// GeluAndSlope16() is GeluAndSlope8() on sixteen lanes, bit for bit.
+// GeluAndSlope16() is GeluAndSlope8() on sixteen lanes, bit for bit both;
+// GeluSlope16() its slope alone.
 KINDLING_AVX512 inline __m512 GeluAndSlope16(__m512 x, __m512* slope) {
   __m512 phi, gaussian;
   if (!GeluTerms16(x, &phi, &gaussian)) {
-    *slope = Halves8(x, [](__m256 half) { return GeluSlope8(half); });
-    return Halves8(x, [](__m256 half) { return Gelu8(half); });
+    __m256 low_slope, high_slope;
+    const __m256 low = GeluAndSlope8(LowHalf8(x), &low_slope);
+    const __m256 high = GeluAndSlope8(HighHalf8(x), &high_slope);
+    *slope = Join8(low_slope, high_slope);
+    return Join8(low, high);
   }
   // Every lane is within |x| <= 13 here: no clamp needed.
   *slope = _mm512_fmadd_ps(
       _mm512_mul_ps(x, _mm512_set1_ps(vector_math_internal::kInverseSqrtTwoPi)),
       gaussian, phi);
   return _mm512_mul_ps(x, phi);
+}
+
+KINDLING_AVX512 inline __m512 GeluSlope16(__m512 x) {
+  __m512 slope;
+  GeluAndSlope16(x, &slope);
+  return slope;
 }
 KINDLING_AVX512_END
 
