@@ -55,6 +55,9 @@ constexpr GemmShape kShapes[] = {
     {"lm_ffn2_forward", false, true, 4096, 128, 512},
     {"lm_qkv_weight_grad", true, false, 384, 128, 4096},
     {"lm_ffn1_weight_grad", true, false, 512, 128, 4096},
+    {"lm_ffn2_weight_grad", true, false, 128, 512, 4096},
+    {"lm_out_weight_grad", true, false, 128, 128, 4096},
+    {"lm_head_weight_grad", true, false, 256, 128, 4096},
     {"lm_ffn2_input_grad", false, false, 4096, 128, 512},
 };
 

@@ -3,7 +3,8 @@
 // the rules that send a shape to OpenBLAS instead (too small, too thin;
 // past the bound on shapes: onednn_gemm_bound_test), through gemm.h's Gemm
 // as the kernels call it, and on several threads (one library per shape,
-// whichever thread asks).
+// whichever thread asks), and the weight gradients that gemm.h sends to
+// OpenBLAS on a CPU without AVX-512.
 #include "kindling/backend/cpu/onednn_gemm.h"
 
 #include <cblas.h>
@@ -16,6 +17,7 @@
 
 #include "gtest/gtest.h"
 #include "kindling/backend/cpu/gemm.h"
+#include "kindling/backend/cpu/vector_math.h"
 #include "tests/backend/cpu/gemm_cases.h"
 
 namespace kindling::cpu {
@@ -88,6 +90,55 @@ TEST(OneDnnGemmRulesTest, EveryThreadGetsTheSameBits) {
     }).join();
     EXPECT_EQ(o.c, here) << "thread " << thread;
   }
+}
+
+// OpenBlasProduct() is `o`'s product as OpenBLAS computes it.
+std::vector<float> OpenBlasProduct(const Case& t, const Operands& o) {
+  std::vector<float> c = o.c;
+  cblas_sgemm(CblasRowMajor, t.transpose_a ? CblasTrans : CblasNoTrans,
+              t.transpose_b ? CblasTrans : CblasNoTrans, t.m, t.n, t.k, 1.0f,
+              o.a.data(), o.lda, o.b.data(), o.ldb, t.accumulate ? 1.0f : 0.0f,
+              c.data(), o.ldc);
+  return c;
+}
+
+TEST(OneDnnGemmRulesTest, WeightGradientsStayWithOpenBlasWithoutAvx512) {
+  // Without AVX-512 a^T b over k >= 1024 rows is OpenBLAS's (gemm.h's
+  // OpenBlasIsFaster): the char-LM's weight gradients, bit for bit
+  // OpenBLAS's. Below 1024 rows, or transposed otherwise, it stays oneDNN's.
+  const ScopedEightLanesForTesting eight_lanes;
+  std::mt19937 random(8);
+  const Case weight_gradient{true, false, 96, 64, 1024, 0, false};
+  Operands o = MakeOperands(weight_gradient, random);
+  const std::vector<float> before = o.c;
+  const std::vector<float> openblas = OpenBlasProduct(weight_gradient, o);
+  EXPECT_TRUE(OpenBlasIsFaster(CblasTrans, CblasNoTrans, 1024));
+  Gemm<float>(CblasTrans, CblasNoTrans, 96, 64, 1024, o.a.data(), o.lda,
+              o.b.data(), o.ldb, o.c.data(), o.ldc);
+  EXPECT_EQ(o.c, openblas);
+  ExpectProduct(weight_gradient, o, Expected(weight_gradient, o), before);
+  EXPECT_FALSE(OpenBlasIsFaster(CblasTrans, CblasNoTrans, 1023));
+  EXPECT_FALSE(OpenBlasIsFaster(CblasNoTrans, CblasNoTrans, 4096));
+  EXPECT_FALSE(OpenBlasIsFaster(CblasTrans, CblasTrans, 4096));
+  EXPECT_FALSE(OpenBlasIsFaster(CblasNoTrans, CblasTrans, 4096));
+}
+
+TEST(OneDnnGemmRulesTest, WeightGradientsStayWithOneDnnOnAvx512) {
+  if (!HasAvx512()) {
+    GTEST_SKIP() << "this CPU has no AVX-512 (or KINDLING_MAX_CPU_ISA=AVX2): "
+                    "the weight gradients are OpenBLAS's, tested above";
+  }
+  EXPECT_FALSE(OpenBlasIsFaster(CblasTrans, CblasNoTrans, 4096));
+  const Case weight_gradient{true, false, 96, 64, 1024, 0, false};
+  std::mt19937 random(9);
+  Operands o = MakeOperands(weight_gradient, random);
+  const std::vector<float> before = o.c;
+  ASSERT_TRUE(RunOneDnn(weight_gradient, o));
+  const std::vector<float> onednn = o.c;
+  o.c = before;
+  Gemm<float>(CblasTrans, CblasNoTrans, 96, 64, 1024, o.a.data(), o.lda,
+              o.b.data(), o.ldb, o.c.data(), o.ldc);
+  EXPECT_EQ(o.c, onednn);
 }
 
 }  // namespace

@@ -25,11 +25,28 @@
 
 #include "kindling/backend/cpu/onednn_gemm.h"
 #include "kindling/backend/cpu/parallel.h"
+#include "kindling/backend/cpu/vector_math.h"
 
 namespace kindling::cpu {
 
 // GemmAccumulate: whether a GEMM overwrites c or adds its product to it.
 enum class GemmAccumulate { kOverwrite, kAdd };
+
+// OpenBlasIsFaster() is whether an f32 product's shape is one where
+// OpenBLAS measured faster than oneDNN: on a CPU without AVX-512, a weight
+// gradient's (op(a) = a^T, a sum over k >= 1024 rows). There oneDNN's AVX2
+// sgemm took, per slab, 1.12-1.33x OpenBLAS's time on the char-LM's first
+// feed-forward weight gradient, 0.89-1.53x (five of seven runs 1.30 or
+// more) on its second, 1.00-1.31x on the attention output's, and tied on
+// the q/k/v projection's and the output head's, 0.88-1.08x
+// (benches/gemm_bench, AMD EPYC Zen 3, 2 threads, medians of 3 or 5, five
+// to seven runs each). With AVX-512, oneDNN's kernels are the faster ones on
+// these shapes (0.76-0.78x, onednn_gemm.h). The rule depends on the shape
+// and the CPU alone, so a machine rounds a product the same way every run.
+inline bool OpenBlasIsFaster(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb,
+                             int64_t k) {
+  return ta == CblasTrans && tb == CblasNoTrans && k >= 1024 && !HasAvx512();
+}
 
 // Gemm(): c [m, n] = op(a) [m, k] x op(b) [k, n] (kOverwrite) or c += that
 // (kAdd), single-threaded.
@@ -41,8 +58,10 @@ void Gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
   if constexpr (std::is_same_v<T, float>) {
     // oneDNN's matmul where it measured faster: 0.76-0.88x OpenBLAS's time
     // per slab on the MLP's and the char-LM's products, 1.01 on one
-    // (benches/gemm_bench); the rules are in onednn_gemm.h.
-    if (OneDnnSgemm(ta == CblasTrans, tb == CblasTrans, m, n, k, a, lda, b, ldb,
+    // (benches/gemm_bench); the rules are in onednn_gemm.h, and the
+    // exception is OpenBlasIsFaster()'s.
+    if (!OpenBlasIsFaster(ta, tb, k) &&
+        OneDnnSgemm(ta == CblasTrans, tb == CblasTrans, m, n, k, a, lda, b, ldb,
                     c, ldc, add)) {
       return;
     }
