@@ -20,6 +20,8 @@
 // OpenMP thread, as the convolutions do (onednn_conv2d.h): the pool owns the
 // cores, and with asynchronous signals deferred where its generated sgemm
 // runs (onednn_common.h's SignalsDeferred).
+// gemm.h's Gemm() does not offer oneDNN the weight gradients of a CPU
+// without AVX-512, where OpenBLAS measured faster (its OpenBlasIsFaster()).
 // KINDLING_ONEDNN=0 turns the path off.
 #ifndef KINDLING_BACKEND_CPU_ONEDNN_GEMM_H_
 #define KINDLING_BACKEND_CPU_ONEDNN_GEMM_H_
