@@ -92,6 +92,18 @@ TEST(OneDnnGemmRulesTest, EveryThreadGetsTheSameBits) {
   }
 }
 
+// A weight gradient's shape, a^T b over k = 1024 rows (the char-LM's sum
+// over 4096 tokens, smaller).
+constexpr Case kWeightGradient{true, false, 96, 64, 1024, 0, false};
+
+// RunGemm() is gemm.h's Gemm on `o`, as the kernels call it.
+void RunGemm(const Case& t, Operands& o) {
+  Gemm<float>(t.transpose_a ? CblasTrans : CblasNoTrans,
+              t.transpose_b ? CblasTrans : CblasNoTrans, t.m, t.n, t.k,
+              o.a.data(), o.lda, o.b.data(), o.ldb, o.c.data(), o.ldc,
+              t.accumulate ? GemmAccumulate::kAdd : GemmAccumulate::kOverwrite);
+}
+
 // OpenBlasProduct() is `o`'s product as OpenBLAS computes it.
 std::vector<float> OpenBlasProduct(const Case& t, const Operands& o) {
   std::vector<float> c = o.c;
@@ -108,15 +120,13 @@ TEST(OneDnnGemmRulesTest, WeightGradientsStayWithOpenBlasWithoutAvx512) {
   // OpenBLAS's. Below 1024 rows, or transposed otherwise, it stays oneDNN's.
   const ScopedEightLanesForTesting eight_lanes;
   std::mt19937 random(8);
-  const Case weight_gradient{true, false, 96, 64, 1024, 0, false};
-  Operands o = MakeOperands(weight_gradient, random);
+  Operands o = MakeOperands(kWeightGradient, random);
   const std::vector<float> before = o.c;
-  const std::vector<float> openblas = OpenBlasProduct(weight_gradient, o);
+  const std::vector<float> openblas = OpenBlasProduct(kWeightGradient, o);
   EXPECT_TRUE(OpenBlasIsFaster(CblasTrans, CblasNoTrans, 1024));
-  Gemm<float>(CblasTrans, CblasNoTrans, 96, 64, 1024, o.a.data(), o.lda,
-              o.b.data(), o.ldb, o.c.data(), o.ldc);
+  RunGemm(kWeightGradient, o);
   EXPECT_EQ(o.c, openblas);
-  ExpectProduct(weight_gradient, o, Expected(weight_gradient, o), before);
+  ExpectProduct(kWeightGradient, o, Expected(kWeightGradient, o), before);
   EXPECT_FALSE(OpenBlasIsFaster(CblasTrans, CblasNoTrans, 1023));
   EXPECT_FALSE(OpenBlasIsFaster(CblasNoTrans, CblasNoTrans, 4096));
   EXPECT_FALSE(OpenBlasIsFaster(CblasTrans, CblasTrans, 4096));
@@ -127,16 +137,14 @@ TEST(OneDnnGemmRulesTest, WeightGradientsFollowTheCpu) {
   // As this CPU runs it: with AVX-512 (and no KINDLING_MAX_CPU_ISA=AVX2) the
   // weight gradients are oneDNN's, bit for bit; without it OpenBLAS's.
   EXPECT_EQ(OpenBlasIsFaster(CblasTrans, CblasNoTrans, 4096), !HasAvx512());
-  const Case weight_gradient{true, false, 96, 64, 1024, 0, false};
   std::mt19937 random(9);
-  Operands o = MakeOperands(weight_gradient, random);
+  Operands o = MakeOperands(kWeightGradient, random);
   const std::vector<float> before = o.c;
-  const std::vector<float> openblas = OpenBlasProduct(weight_gradient, o);
-  ASSERT_TRUE(RunOneDnn(weight_gradient, o));
+  const std::vector<float> openblas = OpenBlasProduct(kWeightGradient, o);
+  ASSERT_TRUE(RunOneDnn(kWeightGradient, o));
   const std::vector<float> onednn = o.c;
   o.c = before;
-  Gemm<float>(CblasTrans, CblasNoTrans, 96, 64, 1024, o.a.data(), o.lda,
-              o.b.data(), o.ldb, o.c.data(), o.ldc);
+  RunGemm(kWeightGradient, o);
   EXPECT_EQ(o.c, HasAvx512() ? onednn : openblas)
       << (HasAvx512() ? "AVX-512: oneDNN's" : "no AVX-512: OpenBLAS's");
 }
