@@ -4,9 +4,16 @@
 // the same operands, in alternating blocks of calls: what gemm.h's dispatch
 // is decided by.
 //
-// Shapes (m x n x k, row-major, op(a) x op(b)): the MLP 784-256-256-10 at
-// batch 128 and one block of the char-LM (4096 tokens, d_model 128, ffn
-// 512), forward (NT), weight gradients (TN) and input gradients (NN).
+// Shapes (m x n x k, row-major, op(a) x op(b)): the products the MLP
+// 784-256-256-256-10 at batch 128 and one block of the char-LM (4096 tokens,
+// d_model 128, ffn 512, vocabulary 256) issue, as Matmul hands them to
+// ParallelGemm. A Linear's weight is [d_input, d_output], so its forward
+// x w is NN, its weight gradient x^T dy is TN with m = d_input, and its
+// input gradient dy w^T is NT. The char-LM's query, key and value
+// projections keep PyTorch's layout (rows of [3 E, E], y = x w^T: NT
+// forward, NN input gradient, TN weight gradient dy^T x), and its head,
+// tied to the embedding e [256, 128], is x e^T (NT) and takes the gradient
+// of e^T (TN, 128 x 256).
 //
 // Counters: openblas_GFLOPs and onednn_GFLOPs (medians over the blocks) and
 // onednn_vs_openblas = oneDNN's time / OpenBLAS's (< 1: oneDNN is faster).
@@ -46,19 +53,25 @@ struct GemmShape {
 };
 
 constexpr GemmShape kShapes[] = {
-    {"mlp_fc1_forward", false, true, 128, 256, 784},
-    {"mlp_fc2_forward", false, true, 128, 256, 256},
-    {"mlp_fc1_weight_grad", true, false, 256, 784, 128},
-    {"mlp_fc2_weight_grad", true, false, 256, 256, 128},
-    {"mlp_fc2_input_grad", false, false, 128, 256, 256},
-    {"lm_qkv_forward", false, true, 4096, 384, 128},
-    {"lm_ffn2_forward", false, true, 4096, 128, 512},
-    {"lm_qkv_weight_grad", true, false, 384, 128, 4096},
-    {"lm_ffn1_weight_grad", true, false, 512, 128, 4096},
-    {"lm_ffn2_weight_grad", true, false, 128, 512, 4096},
-    {"lm_out_weight_grad", true, false, 128, 128, 4096},
-    {"lm_head_weight_grad", true, false, 256, 128, 4096},
-    {"lm_ffn2_input_grad", false, false, 4096, 128, 512},
+    {"mlp_fc1_forward", false, false, 128, 256, 784},
+    {"mlp_hidden_forward", false, false, 128, 256, 256},
+    {"mlp_fc1_weight_grad", true, false, 784, 256, 128},
+    {"mlp_hidden_weight_grad", true, false, 256, 256, 128},
+    {"mlp_hidden_input_grad", false, true, 128, 256, 256},
+    {"lm_qkv_forward", false, true, 4096, 128, 128},
+    {"lm_out_forward", false, false, 4096, 128, 128},
+    {"lm_ffn1_forward", false, false, 4096, 512, 128},
+    {"lm_ffn2_forward", false, false, 4096, 128, 512},
+    {"lm_head_forward", false, true, 4096, 256, 128},
+    {"lm_projection_weight_grad", true, false, 128, 128, 4096},
+    {"lm_ffn1_weight_grad", true, false, 128, 512, 4096},
+    {"lm_ffn2_weight_grad", true, false, 512, 128, 4096},
+    {"lm_head_weight_grad", true, false, 128, 256, 4096},
+    {"lm_qkv_input_grad", false, false, 4096, 128, 128},
+    {"lm_out_input_grad", false, true, 4096, 128, 128},
+    {"lm_ffn1_input_grad", false, true, 4096, 128, 512},
+    {"lm_ffn2_input_grad", false, true, 4096, 512, 128},
+    {"lm_head_input_grad", false, false, 4096, 128, 256},
 };
 
 enum class Library { kOpenBlas, kOneDnn };

@@ -2,12 +2,16 @@
 // for gemm.h's Gemm() (and so for every slab of ParallelGemm: Matmul,
 // Kindling's own Conv2d, the fused attention's tiles).
 //
-// Measured on the training workloads' shapes, one single-threaded call per
-// slab of Kindling's pool (benches/gemm_bench, AMD EPYC with AVX-512, 2
-// threads, medians of 3), oneDNN's time over OpenBLAS's: 0.80-0.88 on the
-// MLP's forward and gradient products, 0.76-1.01 on a char-LM block's (the
-// k = 4096 weight gradients 0.76-0.78; the q/k/v projection 1.01, a tie).
-// See docs/performance.md for what it does to whole training steps.
+// Measured on the products the training workloads issue, one
+// single-threaded call per slab of Kindling's pool (benches/gemm_bench, 2
+// threads, medians of 3), oneDNN's time over OpenBLAS's. On an AMD EPYC
+// with AVX2 only (Zen 3): 0.70-0.98 on the forward and input-gradient
+// products of the MLP and the char-LM (one reading of 1.08), level (0.99-1.06)
+// on the MLP's weight gradients, 1.24-1.45 on the char-LM's (k = 4096), which
+// therefore stay with OpenBLAS there (gemm.h). On AMD EPYCs with AVX-512, on
+// the same sizes with PyTorch's transposes: 0.80-0.88 on the MLP's products,
+// 0.76-1.01 on a char-LM block's (the k = 4096 weight gradients 0.76-0.78). See
+// docs/performance.md for what it does to whole training steps.
 //
 // A shape goes to oneDNN when both sides of the output are at least
 // kMinSide and its work m * n * k at least kMinWork (below these, thin or
