@@ -35,14 +35,14 @@ enum class GemmAccumulate { kOverwrite, kAdd };
 // OpenBlasIsFaster() is whether an f32 product's shape is one where
 // OpenBLAS measured faster than oneDNN: on a CPU without AVX-512, a weight
 // gradient's (op(a) = a^T, a sum over k >= 1024 rows). There oneDNN's AVX2
-// sgemm took, per slab, 1.24-1.45x OpenBLAS's time on each of the char-LM's
-// weight gradients (128 x 128, 128 x 512, 512 x 128 and 128 x 256, summed
-// over 4096 tokens; benches/gemm_bench, AMD EPYC Zen 3, 2 threads, three
-// runs of medians of 3), and was level on the MLP's, summed over a batch of
-// 128 (0.99-1.06x), which the threshold leaves with oneDNN. With AVX-512,
-// oneDNN's kernels were the faster ones on such shapes (0.76-0.78x,
-// onednn_gemm.h). The rule depends on the shape and the CPU alone, so a
-// machine rounds a product the same way every run.
+// sgemm took, per slab, 1.02-1.45x OpenBLAS's time on the char-LM's weight
+// gradients (128 x 128, 128 x 512, 512 x 128 and 128 x 256, summed over
+// 4096 tokens; benches/gemm_bench, AMD EPYC Zen 3, 2 threads, five runs of
+// medians of 3), and 0.99-1.26x on the MLP's, summed over a batch of 128
+// (nine readings of ten 1.07 or less), which the threshold leaves with
+// oneDNN. With AVX-512, oneDNN's kernels were the faster ones on such shapes
+// (0.76-0.78x, onednn_gemm.h). The rule depends on the shape and the CPU
+// alone, so a machine rounds a product the same way every run.
 inline bool OpenBlasIsFaster(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb,
                              int64_t k) {
   return ta == CblasTrans && tb == CblasNoTrans && k >= 1024 && !HasAvx512();
@@ -56,11 +56,11 @@ void Gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
           int64_t ldc, GemmAccumulate accumulate = GemmAccumulate::kOverwrite) {
   const bool add = accumulate == GemmAccumulate::kAdd;
   if constexpr (std::is_same_v<T, float>) {
-    // oneDNN's matmul where it measured faster: per slab, 0.70-0.98x
-    // OpenBLAS's time on AVX2 (one reading of 1.08), 0.76-0.88x on AVX-512, on
-    // the MLP's and the char-LM's forward and input-gradient products
-    // (benches/gemm_bench); the rules are in onednn_gemm.h, and the exception
-    // is OpenBlasIsFaster()'s.
+    // oneDNN's matmul where it measured faster: per slab, 0.70-1.08x
+    // OpenBLAS's time on AVX2 (62 readings of 70 below 0.95) and 0.76-0.88x
+    // on AVX-512, on the MLP's and the char-LM's forward and input-gradient
+    // products (benches/gemm_bench); the rules are in onednn_gemm.h, and the
+    // exception is OpenBlasIsFaster()'s.
     if (!OpenBlasIsFaster(ta, tb, k) &&
         OneDnnSgemm(ta == CblasTrans, tb == CblasTrans, m, n, k, a, lda, b, ldb,
                     c, ldc, add)) {
