@@ -56,11 +56,8 @@ void Gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
           int64_t ldc, GemmAccumulate accumulate = GemmAccumulate::kOverwrite) {
   const bool add = accumulate == GemmAccumulate::kAdd;
   if constexpr (std::is_same_v<T, float>) {
-    // oneDNN's matmul where it measured faster: per slab, 0.70-1.08x
-    // OpenBLAS's time on AVX2 (62 readings of 70 below 0.95) and 0.76-0.88x
-    // on AVX-512, on the MLP's and the char-LM's forward and input-gradient
-    // products (benches/gemm_bench); the rules are in onednn_gemm.h, and the
-    // exception is OpenBlasIsFaster()'s.
+    // oneDNN's matmul where it measured faster (the rules and figures are
+    // in onednn_gemm.h), except OpenBlasIsFaster()'s shapes.
     if (!OpenBlasIsFaster(ta, tb, k) &&
         OneDnnSgemm(ta == CblasTrans, tb == CblasTrans, m, n, k, a, lda, b, ldb,
                     c, ldc, add)) {

@@ -7,8 +7,9 @@
 // threads, medians of 3), oneDNN's time over OpenBLAS's. On an AMD EPYC
 // with AVX2 only (Zen 3, five runs): 0.70-1.08 on the forward and
 // input-gradient products of the MLP and the char-LM (62 readings of 70
-// below 0.95), 0.99-1.26 on the MLP's weight gradients, 1.02-1.45 on the
-// char-LM's (k = 4096), which therefore stay with OpenBLAS there (gemm.h).
+// below 0.95), 0.99-1.26 on the MLP's weight gradients; the char-LM's, where
+// oneDNN was the slower library, stay with OpenBLAS there (gemm.h's
+// OpenBlasIsFaster(), which carries their figures).
 // On AMD EPYCs with AVX-512, on the same sizes with PyTorch's transposes:
 // 0.80-0.88 on the MLP's products, 0.76-1.01 on a char-LM block's (the
 // k = 4096 weight gradients 0.76-0.78). See docs/performance.md for what it
