@@ -24,21 +24,39 @@ std::string GetEnv(const char* name) {
   return value != nullptr ? value : "";
 }
 
-std::string Workspace() {
-  const std::string workspace = GetEnv("BUILD_WORKSPACE_DIRECTORY");
-  return workspace.empty() ? "." : workspace;
-}
-
 bool Readable(const std::string& path) {
   return access(path.c_str(), R_OK) == 0;
 }
 
+// RunfilesSource(path) is where this binary's runfiles keep a workspace
+// file, "" when it has none.
+std::string RunfilesSource(const std::string& path) {
+  char self[4096];
+  const ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (length <= 0) return "";
+  return std::string(self, length) + ".runfiles/kindling/" + path;
+}
+
+// Workspaces(): $BUILD_WORKSPACE_DIRECTORY under `tools/bazel run`, else the
+// working directory and then the tree the binary was built from, so that
+// bazel-bin/benches/<bench> finds the peers from any directory.
+std::vector<std::string> Workspaces() {
+  const std::string workspace = GetEnv("BUILD_WORKSPACE_DIRECTORY");
+  if (!workspace.empty()) return {workspace};
+  std::vector<std::string> workspaces = {"."};
+  const std::string source_tree = SourceTree();
+  if (!source_tree.empty()) workspaces.push_back(source_tree);
+  return workspaces;
+}
+
 // The stamp tools/peers writes last, once every package is installed.
 std::string TodayPythonFromPeersEnv() {
-  const std::string env = Workspace() + "/.peers";
-  if (Readable(env + "/kindling-peers.stamp") &&
-      access((env + "/bin/python").c_str(), X_OK) == 0) {
-    return env + "/bin/python";
+  for (const std::string& workspace : Workspaces()) {
+    const std::string env = workspace + "/.peers";
+    if (Readable(env + "/kindling-peers.stamp") &&
+        access((env + "/bin/python").c_str(), X_OK) == 0) {
+      return env + "/bin/python";
+    }
   }
   return "";
 }
@@ -54,6 +72,19 @@ std::string Field(const std::string& line, const std::string& key) {
 }
 
 }  // namespace
+
+std::string SourceTree() {
+  const std::string known = "benches/peers/torch_ops.py";
+  char* resolved = realpath(RunfilesSource(known).c_str(), nullptr);
+  if (resolved == nullptr) return "";
+  std::string source(resolved);
+  std::free(resolved);
+  if (source.size() <= known.size() + 1 ||
+      source.compare(source.size() - known.size(), known.size(), known) != 0) {
+    return "";
+  }
+  return source.substr(0, source.size() - known.size() - 1);
+}
 
 std::vector<std::string> PeerPythons() {
   std::string today = GetEnv("KINDLING_PEER_PYTHON");
@@ -71,12 +102,8 @@ std::string FindSource(const std::string& path) {
   const std::string workspace = GetEnv("BUILD_WORKSPACE_DIRECTORY");
   if (!workspace.empty()) candidates.push_back(workspace + "/" + path);
   candidates.push_back(path);
-  char self[4096];
-  const ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (length > 0) {
-    candidates.push_back(std::string(self, length) + ".runfiles/kindling/" +
-                         path);
-  }
+  const std::string runfiles = RunfilesSource(path);
+  if (!runfiles.empty()) candidates.push_back(runfiles);
   for (const std::string& candidate : candidates) {
     if (Readable(candidate)) return candidate;
   }

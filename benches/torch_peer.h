@@ -28,8 +28,14 @@ namespace kindling::bench {
 //             when `tools/peers` has completed that environment (its stamp);
 //   1.13      $KINDLING_TORCH113_PYTHON when set, else /usr/bin/python3.
 // The workspace is $BUILD_WORKSPACE_DIRECTORY under `tools/bazel run`, else
-// the working directory. An interpreter listed twice is listed once.
+// the working directory, then the source tree the binary was built from (so
+// `bazel-bin/benches/<bench>` finds it from any directory). An interpreter
+// listed twice is listed once.
 std::vector<std::string> PeerPythons();
+
+// SourceTree() is the workspace this binary was built from, which its
+// runfiles link each source file to; "" when it has no such link.
+std::string SourceTree();
 
 // FindSource(path) is a workspace file (e.g. "benches/peers/torch_ops.py")
 // under $BUILD_WORKSPACE_DIRECTORY, the working directory or the binary's

@@ -2,6 +2,7 @@
 
 #include <sched.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <optional>
 #include <string>
@@ -66,6 +67,15 @@ TEST(PeerPythonsTest, WithoutThePeersEnvironmentOnly113IsMeasured) {
   ScopedEnv workspace("BUILD_WORKSPACE_DIRECTORY", "/nonexistent");
   ScopedEnv old("KINDLING_TORCH113_PYTHON", "/custom/python3");
   EXPECT_THAT(PeerPythons(), ElementsAre("/custom/python3"));
+}
+
+// Through its runfiles a binary finds the tree it was built from, where
+// tools/peers puts today's peers, from any working directory.
+TEST(SourceTreeTest, IsTheWorkspaceThatHoldsThePeerScripts) {
+  const std::string tree = SourceTree();
+  ASSERT_FALSE(tree.empty());
+  EXPECT_EQ(access((tree + "/benches/peers/torch_ops.py").c_str(), R_OK), 0);
+  EXPECT_EQ(access((tree + "/WORKSPACE").c_str(), R_OK), 0);
 }
 
 TEST(CoresTest, ListsTheAffinityMask) {
