@@ -302,18 +302,15 @@ void LayerNormBackwardRow(double* dx, const double* dy, const double* x,
 // the forward took 2.0 ms streaming against 3.3 ms without.
 constexpr int64_t kStreamingBytes = int64_t{4} << 20;
 
-// kRowGrain is the fewest elements of rows worth giving to one more thread,
-// forward and backward: a quarter of the memory-bound ops' kElementGrain, as
-// each element costs several times an addition's time (two passes over the
-// row and the output forward; two sums and dx backward). With
-// kElementGrain, the MLP example's [128, 256] layer norm ran on one thread
-// while the other idled; at this grain its forward took 0.80x the time and
-// its forward and backward through autodiff 0.78-0.79x (13.4-13.8 against
-// 16.7-16.9 us, 39.5-41.5 against 49.8-53.3 us; 2 threads, AMD EPYC Zen 3,
-// two standalone runs of 41 alternating rounds of 200 calls, medians).
-// The row chunks of the backward's column sums are fixed by R and D alone,
-// so the grain changes no bits.
-constexpr int64_t kRowGrain = kElementGrain / 4;
+// Rows split over threads from kHeavyElementGrain elements, forward and
+// backward (two passes over the row and the output forward; two sums and dx
+// backward). With kElementGrain, the MLP example's [128, 256] layer norm ran
+// on one thread while the other idled; at the heavy grain its forward took
+// 0.80x the time and its forward and backward through autodiff 0.78-0.79x
+// (13.4-13.8 against 16.7-16.9 us, 39.5-41.5 against 49.8-53.3 us;
+// 2 threads, AMD EPYC Zen 3, two standalone runs of 41 alternating rounds
+// of 200 calls, medians). The row chunks of the backward's column sums are
+// fixed by R and D alone, so the grain changes no bits.
 
 template <class T>
 void LayerNormTyped(const TensorBase& out, const TensorBase& mean,
@@ -330,7 +327,7 @@ void LayerNormTyped(const TensorBase& out, const TensorBase& mean,
   T* rstds = rstd.data_as<T>();
   const bool stream =
       rows * d * static_cast<int64_t>(sizeof(T)) >= kStreamingBytes;
-  ParallelFor(rows, std::max<int64_t>(1, kRowGrain / d),
+  ParallelFor(rows, std::max<int64_t>(1, kHeavyElementGrain / d),
               [&](int64_t begin, int64_t end) {
                 for (int64_t r = begin; r < end; ++r) {
                   LayerNormRow(y + r * d, x + r * d, parameters.gamma,
@@ -390,7 +387,7 @@ void LayerNormBackwardTyped(const TensorBase& input_grad,
       dx != nullptr &&
       rows * d * static_cast<int64_t>(sizeof(T)) >= kStreamingBytes;
   const int64_t chunk_grain =
-      std::max<int64_t>(1, kRowGrain / (chunks.rows_per_chunk * d));
+      std::max<int64_t>(1, kHeavyElementGrain / (chunks.rows_per_chunk * d));
   ParallelFor(chunks.count, chunk_grain, [&](int64_t first, int64_t last) {
     for (int64_t c = first; c < last; ++c) {
       const int64_t begin = c * chunks.rows_per_chunk;

@@ -40,6 +40,12 @@ namespace kindling::cpu {
 // than the work.
 inline constexpr int64_t kElementGrain = int64_t{1} << 16;
 
+// kHeavyElementGrain is kElementGrain for loops whose elements each cost
+// several times an addition's time (a square root and a division per
+// element, a normalized row's passes): a quarter of it. The kernels that
+// use it say what it measured there.
+inline constexpr int64_t kHeavyElementGrain = kElementGrain / 4;
+
 // kChunksPerThread: work is cut into this many chunks per thread and handed
 // out dynamically, so a thread that loses its core (a busy machine, a
 // hyperthread sibling) delays the op by one chunk, not by half of it.

@@ -54,7 +54,7 @@ bool AdamCpu(const AdamStep& step, const TensorBase& param,
                 AdamRange<T, kL2Decay, kDecoupledDecay, kAmsgrad>(
                     s, p, g, m, v, max_v, begin, end);
               },
-              kSqrtUpdateGrain);
+              cpu::kHeavyElementGrain);
         });
   });
   return true;

@@ -48,14 +48,12 @@ T* DataOf(const TensorBase& tensor) {
   return tensor.defined() ? tensor.data_as<T>() : nullptr;
 }
 
-// kSqrtUpdateGrain is the fewest elements of a rule with a square root and
-// a division per element (Adam, RMSprop) worth giving to one more thread:
-// a quarter of the memory-bound ops' kElementGrain, as each element costs
-// several times an addition's time. With kElementGrain, the MLP example's
-// two 256 x 256 weights (65 536 elements each) were updated by one thread
-// while the other idled; at this grain an MLP epoch took 0.92-0.99x the
-// time (benches/train_bench, six alternating pairs of runs, 2 threads).
-inline constexpr int64_t kSqrtUpdateGrain = cpu::kElementGrain / 4;
+// The rules with a square root and a division per element (Adam, RMSprop)
+// split a parameter over threads from cpu::kHeavyElementGrain elements.
+// With kElementGrain, the MLP example's two 256 x 256 weights (65 536
+// elements each) were updated by one thread while the other idled; at the
+// heavy grain an MLP epoch took 0.92-0.99x the time (benches/train_bench,
+// six alternating pairs of runs, 2 threads).
 
 // ForEachChunk() calls range(begin, end) over [0, count) in parallel chunks
 // of at least `grain` elements.

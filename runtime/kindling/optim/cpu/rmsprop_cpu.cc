@@ -46,7 +46,7 @@ bool RmsPropCpu(const RmsPropStep& step, const TensorBase& param,
                 RmsPropRange<T, kDecay, kCentered, kMomentum>(
                     s, p, g, square_avg, buffer, grad_avg, begin, end);
               },
-              kSqrtUpdateGrain);
+              cpu::kHeavyElementGrain);
         });
   });
   return true;
