@@ -114,29 +114,24 @@ std::vector<float> OpenBlasProduct(const Case& t, const Operands& o) {
   return c;
 }
 
-TEST(OneDnnGemmRulesTest, WeightGradientsStayWithOpenBlasWithoutAvx512) {
-  // Without AVX-512 a^T b over k >= 1024 rows is OpenBLAS's (gemm.h's
-  // OpenBlasIsFaster): the char-LM's weight gradients, bit for bit
-  // OpenBLAS's. Below 1024 rows, or transposed otherwise, it stays oneDNN's.
-  const ScopedEightLanesForTesting eight_lanes;
-  std::mt19937 random(8);
-  Operands o = MakeOperands(kWeightGradient, random);
-  const std::vector<float> before = o.c;
-  const std::vector<float> openblas = OpenBlasProduct(kWeightGradient, o);
-  EXPECT_TRUE(OpenBlasIsFaster(CblasTrans, CblasNoTrans, 1024));
-  RunGemm(kWeightGradient, o);
-  EXPECT_EQ(o.c, openblas);
-  ExpectProduct(kWeightGradient, o, Expected(kWeightGradient, o), before);
+TEST(OneDnnGemmRulesTest, LongWeightGradientsAreATransposedSumOver1024Rows) {
+  // gemm.h's IsLongWeightGradient: a^T b over k >= 1024 rows (the
+  // char-LM's weight gradients); below 1024 rows, or transposed otherwise,
+  // a product is never sent to OpenBLAS for its shape.
+  EXPECT_TRUE(IsLongWeightGradient(CblasTrans, CblasNoTrans, 1024));
+  EXPECT_TRUE(IsLongWeightGradient(CblasTrans, CblasNoTrans, 4096));
+  EXPECT_FALSE(IsLongWeightGradient(CblasTrans, CblasNoTrans, 1023));
+  EXPECT_FALSE(IsLongWeightGradient(CblasNoTrans, CblasNoTrans, 4096));
+  EXPECT_FALSE(IsLongWeightGradient(CblasTrans, CblasTrans, 4096));
+  EXPECT_FALSE(IsLongWeightGradient(CblasNoTrans, CblasTrans, 4096));
   EXPECT_FALSE(OpenBlasIsFaster(CblasTrans, CblasNoTrans, 1023));
   EXPECT_FALSE(OpenBlasIsFaster(CblasNoTrans, CblasNoTrans, 4096));
-  EXPECT_FALSE(OpenBlasIsFaster(CblasTrans, CblasTrans, 4096));
-  EXPECT_FALSE(OpenBlasIsFaster(CblasNoTrans, CblasTrans, 4096));
 }
 
 TEST(OneDnnGemmRulesTest, WeightGradientsFollowTheCpu) {
-  // As this CPU runs it: with AVX-512 (and no KINDLING_MAX_CPU_ISA=AVX2) the
-  // weight gradients are oneDNN's, bit for bit; without it OpenBLAS's.
-  EXPECT_EQ(OpenBlasIsFaster(CblasTrans, CblasNoTrans, 4096), !HasAvx512());
+  // As this CPU runs it: OpenBLAS's bits where gemm.h's rule picks OpenBLAS
+  // (AMD Zen 3), oneDNN's everywhere else.
+  const bool openblas_wins = OpenBlasIsFaster(CblasTrans, CblasNoTrans, 4096);
   std::mt19937 random(9);
   Operands o = MakeOperands(kWeightGradient, random);
   const std::vector<float> before = o.c;
@@ -145,8 +140,9 @@ TEST(OneDnnGemmRulesTest, WeightGradientsFollowTheCpu) {
   const std::vector<float> onednn = o.c;
   o.c = before;
   RunGemm(kWeightGradient, o);
-  EXPECT_EQ(o.c, HasAvx512() ? onednn : openblas)
-      << (HasAvx512() ? "AVX-512: oneDNN's" : "no AVX-512: OpenBLAS's");
+  EXPECT_EQ(o.c, openblas_wins ? openblas : onednn)
+      << (openblas_wins ? "Zen 3: OpenBLAS's" : "oneDNN's");
+  ExpectProduct(kWeightGradient, o, Expected(kWeightGradient, o), before);
 }
 
 }  // namespace

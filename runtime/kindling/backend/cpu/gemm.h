@@ -32,20 +32,40 @@ namespace kindling::cpu {
 // GemmAccumulate: whether a GEMM overwrites c or adds its product to it.
 enum class GemmAccumulate { kOverwrite, kAdd };
 
-// OpenBlasIsFaster() is whether an f32 product's shape is one where
-// OpenBLAS measured faster than oneDNN: on a CPU without AVX-512, a weight
-// gradient's (op(a) = a^T, a sum over k >= 1024 rows). There oneDNN's AVX2
-// sgemm took, per slab, 1.02-1.45x OpenBLAS's time on the char-LM's weight
-// gradients (128 x 128, 128 x 512, 512 x 128 and 128 x 256, summed over
-// 4096 tokens; benches/gemm_bench, AMD EPYC Zen 3, 2 threads, five runs of
-// medians of 3), and 0.99-1.26x on the MLP's, summed over a batch of 128
-// (nine readings of ten 1.07 or less), which the threshold leaves with
-// oneDNN. With AVX-512, oneDNN's kernels were the faster ones on such shapes
-// (0.76-0.78x, onednn_gemm.h). The rule depends on the shape and the CPU
-// alone, so a machine rounds a product the same way every run.
+// IsLongWeightGradient() is whether a product is a weight gradient summed
+// over many rows: a^T b over k >= 1024 (the char-LM's, over its 4096
+// tokens; the MLP's, over a batch of 128, are not).
+inline bool IsLongWeightGradient(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb,
+                                 int64_t k) {
+  return ta == CblasTrans && tb == CblasNoTrans && k >= 1024;
+}
+
+// OpenBlasWinsLongWeightGradients() is whether this CPU is one where
+// OpenBLAS measured faster than oneDNN on those products: AMD's Zen 3
+// (family 25, AVX2 only), where oneDNN's AVX2 sgemm took, per slab,
+// 1.02-1.45x OpenBLAS's time on the char-LM's weight gradients (128 x 128,
+// 128 x 512, 512 x 128 and 128 x 256, summed over 4096 tokens;
+// benches/gemm_bench, 2 threads, five runs of medians of 3) and a char-LM
+// step 0.91x the time. Not on Zen 1 (family 23), where OpenBLAS's kernel
+// ran the char-LM's weight gradients at a third of its own rate inside a
+// training step (10.5-11 GFLOP/s a thread against 31-35 in isolation, and
+// oneDNN's 35-38) until a product with a wider output happened to run
+// first, and a char-LM step took 1.54x the time with them; nor with AVX-512,
+// where oneDNN's kernels were the faster ones on such shapes (0.76-0.78x,
+// onednn_gemm.h). CPUs not measured keep the library default, oneDNN. The
+// rule depends on the CPU alone, so a machine rounds a product the same way
+// every run.
+inline bool OpenBlasWinsLongWeightGradients() {
+  static const bool zen3 = __builtin_cpu_is("znver3") != 0;
+  return zen3 && !HasAvx512();
+}
+
+// OpenBlasIsFaster() is whether an f32 product's shape goes to OpenBLAS
+// rather than oneDNN: a long weight gradient on a CPU where OpenBLAS wins
+// them.
 inline bool OpenBlasIsFaster(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb,
                              int64_t k) {
-  return ta == CblasTrans && tb == CblasNoTrans && k >= 1024 && !HasAvx512();
+  return IsLongWeightGradient(ta, tb, k) && OpenBlasWinsLongWeightGradients();
 }
 
 // Gemm(): c [m, n] = op(a) [m, k] x op(b) [k, n] (kOverwrite) or c += that

@@ -9,7 +9,8 @@
 // input-gradient products of the MLP and the char-LM (62 readings of 70
 // below 0.95), 0.99-1.26 on the MLP's weight gradients; the char-LM's, where
 // oneDNN was the slower library, stay with OpenBLAS there (gemm.h's
-// OpenBlasIsFaster(), which carries their figures).
+// OpenBlasWinsLongWeightGradients(), which carries their figures and those
+// of the CPUs where they do not).
 // On AMD EPYCs with AVX-512, on the same sizes with PyTorch's transposes:
 // 0.80-0.88 on the MLP's products, 0.76-1.01 on a char-LM block's (the
 // k = 4096 weight gradients 0.76-0.78). See docs/performance.md for what it
@@ -26,8 +27,8 @@
 // OpenMP thread, as the convolutions do (onednn_conv2d.h): the pool owns the
 // cores, and with asynchronous signals deferred where its generated sgemm
 // runs (onednn_common.h's SignalsDeferred).
-// gemm.h's Gemm() does not offer oneDNN the weight gradients of a CPU
-// without AVX-512, where OpenBLAS measured faster (its OpenBlasIsFaster()).
+// gemm.h's Gemm() does not offer oneDNN the long weight gradients on AMD's
+// Zen 3, where OpenBLAS measured faster (its OpenBlasIsFaster()).
 // KINDLING_ONEDNN=0 turns the path off.
 #ifndef KINDLING_BACKEND_CPU_ONEDNN_GEMM_H_
 #define KINDLING_BACKEND_CPU_ONEDNN_GEMM_H_
