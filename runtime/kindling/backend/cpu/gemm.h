@@ -48,13 +48,13 @@ inline bool IsLongWeightGradient(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb,
 // benches/gemm_bench, 2 threads, five runs of medians of 3) and a char-LM
 // step 0.91x the time. Not on Zen 1 (family 23), where OpenBLAS's kernel
 // ran the char-LM's weight gradients at a third of its own rate inside a
-// training step (10.5-11 GFLOP/s a thread against 31-35 in isolation, and
-// oneDNN's 35-38) until a product with a wider output happened to run
-// first, and a char-LM step took 1.54x the time with them; nor with AVX-512,
-// where oneDNN's kernels were the faster ones on such shapes (0.76-0.78x,
-// onednn_gemm.h). CPUs not measured keep the library default, oneDNN. The
-// rule depends on the CPU alone, so a machine rounds a product the same way
-// every run.
+// training step (10.5-11.8 GFLOP/s a thread, against 30-37 in a process
+// where a product with a wider output had run before them, and oneDNN's
+// 35-39 either way), and a char-LM step took 1.52-1.56x the time with them
+// (two alternating pairs of runs); nor with AVX-512, where oneDNN's kernels
+// were the faster ones on such shapes (0.76-0.78x, onednn_gemm.h). CPUs not
+// measured keep the library default, oneDNN. The rule depends on the CPU
+// alone, so a machine rounds a product the same way every run.
 inline bool OpenBlasWinsLongWeightGradients() {
   static const bool zen3 = __builtin_cpu_is("znver3") != 0;
   return zen3 && !HasAvx512();

@@ -11,6 +11,11 @@
 // oneDNN was the slower library, stay with OpenBLAS there (gemm.h's
 // OpenBlasWinsLongWeightGradients(), which carries their figures and those
 // of the CPUs where they do not).
+// On an AMD EPYC of family 23 (Zen 1, AVX2 on 128-bit units; one run of
+// medians of 3): 0.44 on the MLP's forward and input-gradient products,
+// where OpenBLAS reached 29-31 GFLOP/s, 0.90-0.95 on the char-LM's, and
+// 0.85-1.13 on the weight gradients (gemm.h's rule keeps them with oneDNN
+// there).
 // On AMD EPYCs with AVX-512, on the same sizes with PyTorch's transposes:
 // 0.80-0.88 on the MLP's products, 0.76-1.01 on a char-LM block's (the
 // k = 4096 weight gradients 0.76-0.78). See docs/performance.md for what it
