@@ -56,6 +56,8 @@ inline bool IsLongWeightGradient(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb,
 // measured keep the library default, oneDNN. The rule depends on the CPU
 // alone, so a machine rounds a product the same way every run.
 inline bool OpenBlasWinsLongWeightGradients() {
+  // GCC 12's libgcc may name a Zen 4 "znver3" too; it has AVX-512, where
+  // oneDNN is the faster library, hence the second test.
   static const bool zen3 = __builtin_cpu_is("znver3") != 0;
   return zen3 && !HasAvx512();
 }
