@@ -1,11 +1,12 @@
-// Matrix multiply on the CPU: OpenBLAS sgemm/dgemm for f32/f64, a plain
-// i-k-j loop for integers.
+// Matrix multiply on the CPU: gemm.h's f32/f64 GEMMs (oneDNN or OpenBLAS),
+// a plain i-k-j loop for integers.
 //
 // Shapes: out [B.., M, N] = lhs [B.., M, K] x rhs [B.., K, N]; the batch dims
 // B.. are already broadcast by the front end (zero strides allowed). Each
 // matrix operand is passed to BLAS without copying when its strides are
 // row-major (unit column stride) or column-major (unit row stride, passed as
-// transposed); only other layouts are packed first. A batched lhs that is
+// transposed); only other layouts are packed first, and a large transposed
+// f32 lhs on a CPU without AVX-512 (PacksTransposedLhs). A batched lhs that is
 // contiguous times a broadcast rhs (the Linear-layer case) is one GEMM with
 // M' = B * M. Threads: see gemm.h. MatmulBiasKernel adds the bias (and
 // applies the ReLU) to each slab of such a GEMM on the thread that computed
@@ -50,6 +51,58 @@ BlasMatrix DescribeMatrix(int64_t rows, int64_t cols, int64_t row_stride,
   return matrix;
 }
 
+// kMinPackedTransposedLhs: the fewest elements of a transposed f32 lhs
+// that PacksTransposedLhs() copies to row-major (256 KiB).
+constexpr int64_t kMinPackedTransposedLhs = int64_t{1} << 16;
+
+// PacksTransposedLhs() is whether an f32 matrix product whose lhs is a
+// transposed view (a^T b, a Linear layer's weight gradient) copies that lhs
+// to row-major first (PackTransposedLhs), so that the GEMM reads a plain
+// matrix: on a CPU without AVX-512, for a large lhs summed over a short k.
+// Inside a training step the lhs, the layer's input, was last read in the
+// forward pass and is no longer in cache, and the library's packing of
+// transposed slabs reads it far below its rate. The quickstart MLP's
+// first-layer weight gradient (784 x 256 over a batch of 128) took 622-652 ms
+// of a train_bench epoch as a^T b and 379-420 ms copied first, the example
+// CNN's first Linear's (3136 x 128) 1270-1333 against 954-971 ms (AMD Zen 1,
+// 2 threads, alternating epochs, a timer around each product; three and two
+// pairs). With every operand in cache (BM_MlpEpochProducts, three pairs) the
+// copy costs little: 390-428 against 362-419 ms. The MLP's hidden layers
+// (256 x 256, a 128 KiB lhs) showed no clear gain copied (255-283 against
+// 265-300 ms), hence the size floor. Long sums (IsLongWeightGradient, the
+// char-LM's) keep their measured path, and so do CPUs with AVX-512, where
+// this was not measured. The rule depends on the shape alone, so the bits
+// do not depend on the thread count.
+bool PacksTransposedLhs(const TensorBase& out, CBLAS_TRANSPOSE ta,
+                        CBLAS_TRANSPOSE tb, int64_t m, int64_t k) {
+  return out.dtype() == DType::kF32 && out.rank() == 2 && ta == CblasTrans &&
+         tb == CblasNoTrans && m * k >= kMinPackedTransposedLhs &&
+         !IsLongWeightGradient(ta, tb, k) && !HasAvx512();
+}
+
+// PackTransposedLhs() is the row-major [m, k] copy of the f32 matrix whose
+// transpose is stored at `lhs` with leading dimension `leading` (a k x m
+// matrix), through OpenBLAS's omatcopy, a slab of rows per thread: for the
+// MLP's [128, 784] input it took 22-33 us on one thread where Contiguous()'s
+// strided copy took 96-105 us on two.
+TensorBase PackTransposedLhs(const TensorBase& lhs, int64_t m, int64_t k,
+                             int64_t leading) {
+  UseSingleThreadedBlas();
+  TensorBase packed =
+      TensorBase::Empty(Shape({m, k}), DType::kF32, lhs.device());
+  const float* source = lhs.data_as<const float>();
+  float* rows = packed.data_as<float>();
+  const int64_t slabs =
+      std::max<int64_t>(1, std::min<int64_t>(MaxThreads(), m / kSlabAlign));
+  ParallelSlabs(slabs, [&](int64_t slab) {
+    const auto [begin, end] = GemmSlab(m, slabs, slab);
+    if (begin >= end) return;
+    cblas_somatcopy(CblasRowMajor, CblasTrans, k, end - begin, 1.0f,
+                    source + begin, leading, rows + begin * k, k);
+  });
+  return packed;
+}
+
 // MatmulOperands: one product's operands as BLAS takes them.
 struct MatmulOperands {
   MatmulOperands(const TensorBase& out, const TensorBase& lhs_in,
@@ -62,13 +115,16 @@ struct MatmulOperands {
         rhs(rhs_in) {
     a = DescribeMatrix(m, k, lhs.strides()[rank - 2], lhs.strides()[rank - 1]);
     b = DescribeMatrix(k, n, rhs.strides()[rank - 2], rhs.strides()[rank - 1]);
-    if (!a.usable) {
-      lhs = lhs.Contiguous();
-      a = DescribeMatrix(m, k, k, 1);
-    }
     if (!b.usable) {
       rhs = rhs.Contiguous();
       b = DescribeMatrix(k, n, n, 1);
+    }
+    if (a.usable && PacksTransposedLhs(out, a.transpose, b.transpose, m, k)) {
+      lhs = PackTransposedLhs(lhs, m, k, a.leading);
+      a = DescribeMatrix(m, k, k, 1);
+    } else if (!a.usable) {
+      lhs = lhs.Contiguous();
+      a = DescribeMatrix(m, k, k, 1);
     }
     for (int i = 0; i < rank - 2; ++i) batch *= out.shape()[i];
     // The batch folds into M when lhs is one contiguous [B*M, K] block and
