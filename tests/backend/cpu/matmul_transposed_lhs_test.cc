@@ -57,10 +57,20 @@ std::vector<float> RandomValues(int64_t count, uint32_t seed) {
   return values;
 }
 
-// TransposedProduct() is matmul(a^T, b) for `c`, with `a_full` [k, width].
-Tensor<2> TransposedProduct(const Case& c, const Tensor<2>& a_full,
-                            const Tensor<2>& b) {
-  return matmul(a_full.narrow(1, c.first_column, c.m).t(), b);
+// Product: random operands of a Case and matmul's result on them.
+struct Product {
+  std::vector<float> a;    // [k, width]
+  std::vector<float> b;    // [k, n]
+  std::vector<float> out;  // [m, n]: matmul(a's window transposed, b)
+};
+
+Product TransposedProduct(const Case& c, uint32_t seed) {
+  Product p{
+      RandomValues(c.k * c.width, seed), RandomValues(c.k * c.n, seed + 1), {}};
+  const Tensor<2> a = Tensor<2>::FromData(p.a, {c.k, c.width});
+  const Tensor<2> b = Tensor<2>::FromData(p.b, {c.k, c.n});
+  p.out = matmul(a.narrow(1, c.first_column, c.m).t(), b).to_data<float>();
+  return p;
 }
 
 // GemmBits() is the f32 product as gemm.h computes it from the stored
@@ -88,24 +98,19 @@ class MatmulTransposedLhsTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(MatmulTransposedLhsTest, MatchesTheDoubleReference) {
   const Case c = GetParam();
-  const std::vector<float> a = RandomValues(c.k * c.width, 1);
-  const std::vector<float> b = RandomValues(c.k * c.n, 2);
-  const std::vector<float> out =
-      TransposedProduct(c, Tensor<2>::FromData(a, {c.k, c.width}),
-                        Tensor<2>::FromData(b, {c.k, c.n}))
-          .to_data<float>();
-  ASSERT_EQ(out.size(), static_cast<size_t>(c.m * c.n));
+  const Product p = TransposedProduct(c, 1);
+  ASSERT_EQ(p.out.size(), static_cast<size_t>(c.m * c.n));
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) {
       double sum = 0, magnitude = 0;
-      for (int64_t p = 0; p < c.k; ++p) {
+      for (int64_t r = 0; r < c.k; ++r) {
         const double term =
-            static_cast<double>(a[p * c.width + c.first_column + i]) *
-            b[p * c.n + j];
+            static_cast<double>(p.a[r * c.width + c.first_column + i]) *
+            p.b[r * c.n + j];
         sum += term;
         magnitude += std::fabs(term);
       }
-      ASSERT_NEAR(out[i * c.n + j], sum, 1e-6 * magnitude + 1e-6)
+      ASSERT_NEAR(p.out[i * c.n + j], sum, 1e-6 * magnitude + 1e-6)
           << c.name << " at (" << i << ", " << j << ")";
     }
   }
@@ -114,13 +119,8 @@ TEST_P(MatmulTransposedLhsTest, MatchesTheDoubleReference) {
 TEST_P(MatmulTransposedLhsTest, HasTheBitsOfThePathTheRulePicks) {
   const Case c = GetParam();
   const bool packed = c.packed_without_avx512 && !cpu::HasAvx512();
-  const std::vector<float> a = RandomValues(c.k * c.width, 3);
-  const std::vector<float> b = RandomValues(c.k * c.n, 4);
-  const std::vector<float> out =
-      TransposedProduct(c, Tensor<2>::FromData(a, {c.k, c.width}),
-                        Tensor<2>::FromData(b, {c.k, c.n}))
-          .to_data<float>();
-  EXPECT_EQ(out, GemmBits(c, a, b, packed))
+  const Product p = TransposedProduct(c, 3);
+  EXPECT_EQ(p.out, GemmBits(c, p.a, p.b, packed))
       << c.name << (packed ? ": the row-major copy's" : ": a^T b's");
 }
 
