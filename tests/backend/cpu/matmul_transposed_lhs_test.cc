@@ -37,9 +37,9 @@ std::vector<Case> Cases() {
       // The quickstart MLP's first layer: 784 x 256 over a batch of 128.
       {"mlp_first_layer", 128, 784, 256, 784, 0, true},
       // A window of a wider matrix (leading dimension 1200), rows off the
-      // 16-row tile; the floor exactly (128 x 512 = 65536 elements) and
-      // just below it.
-      {"window_odd_rows", 100, 1001, 37, 1200, 150, true},
+      // 16-row tile and a sum over an odd count (the copy's row tails); the
+      // floor exactly (128 x 512 = 65536 elements) and just below it.
+      {"window_odd_rows", 103, 1001, 37, 1200, 150, true},
       {"at_the_floor", 128, 512, 96, 512, 0, true},
       {"below_the_floor", 128, 511, 96, 511, 0, false},
       // The MLP's hidden layers (a 128 KiB lhs) and a long sum (the

@@ -13,6 +13,7 @@
 // it, while the slab is in cache.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "kindling/backend/cpu/element.h"
@@ -71,13 +72,19 @@ constexpr int64_t kMinPackedTransposedLhs = int64_t{1} << 16;
 // (256 x 256, a 128 KiB lhs) showed no clear gain copied (255-283 against
 // 265-300 ms), hence the size floor. Long sums (IsLongWeightGradient, the
 // char-LM's) keep their measured path, and so do CPUs with AVX-512, where
-// this was not measured. The rule depends on the shape alone, so the bits
+// this was not measured. Other transposed operands of that size (a
+// composed convolution's turned weights) are copied too; only weight
+// gradients were timed. The rule depends on the shape alone, so the bits
 // do not depend on the thread count.
 bool PacksTransposedLhs(const TensorBase& out, CBLAS_TRANSPOSE ta,
-                        CBLAS_TRANSPOSE tb, int64_t m, int64_t k) {
+                        CBLAS_TRANSPOSE tb, int64_t m, int64_t k,
+                        int64_t leading) {
+  // omatcopy takes 32-bit sizes.
+  constexpr int64_t kMaxBlasInt = std::numeric_limits<int>::max();
   return out.dtype() == DType::kF32 && out.rank() == 2 && ta == CblasTrans &&
          tb == CblasNoTrans && m * k >= kMinPackedTransposedLhs &&
-         !IsLongWeightGradient(ta, tb, k) && !HasAvx512();
+         !IsLongWeightGradient(ta, tb, k) && !HasAvx512() && m <= kMaxBlasInt &&
+         leading <= kMaxBlasInt;
 }
 
 // PackTransposedLhs() is the row-major [m, k] copy of the f32 matrix whose
@@ -119,7 +126,8 @@ struct MatmulOperands {
       rhs = rhs.Contiguous();
       b = DescribeMatrix(k, n, n, 1);
     }
-    if (a.usable && PacksTransposedLhs(out, a.transpose, b.transpose, m, k)) {
+    if (a.usable &&
+        PacksTransposedLhs(out, a.transpose, b.transpose, m, k, a.leading)) {
       lhs = PackTransposedLhs(lhs, m, k, a.leading);
       a = DescribeMatrix(m, k, k, 1);
     } else if (!a.usable) {
