@@ -126,8 +126,8 @@ struct MatmulOperands {
       rhs = rhs.Contiguous();
       b = DescribeMatrix(k, n, n, 1);
     }
-    if (a.usable &&
-        PacksTransposedLhs(out, a.transpose, b.transpose, m, k, a.leading)) {
+    // (An unusable lhs is described as not transposed: never packed here.)
+    if (PacksTransposedLhs(out, a.transpose, b.transpose, m, k, a.leading)) {
       lhs = PackTransposedLhs(lhs, m, k, a.leading);
       a = DescribeMatrix(m, k, k, 1);
     } else if (!a.usable) {
