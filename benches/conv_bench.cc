@@ -23,6 +23,11 @@
 // BM_MaxPoolBackward: max pooling's backward on the two pools of the CNN,
 // against memcpy (see below).
 //
+// BM_ConvChain: both layers pooled, forward and backward, as the example
+// CNN chains them, with blocked copies (backend/cpu/blocked_copy.h) off
+// against on (see below). The other benchmarks run with them off, so that
+// each call reorders its input as a call on a fresh input does.
+//
 // Counters: kindling_ms and onednn_ms (medians over the iterations) and
 // onednn_vs_kindling = onednn_ms / kindling_ms (< 1: oneDNN is faster).
 //
@@ -38,6 +43,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "kindling/backend/cpu/blocked_copy.h"
 #include "kindling/backend/cpu/kernels.h"
 #include "kindling/backend/cpu/onednn_conv2d.h"
 #include "kindling/tensor/philox_generator.h"
@@ -119,6 +125,7 @@ struct Sides {
 template <class First, class Second>
 void Compare(benchmark::State& state, const First& first, const Second& second,
              Sides sides = {"kindling", "onednn"}) {
+  cpu::SetBlockedCopies(false);
   if (!second()) {  // builds oneDNN's plan
     state.SkipWithError("oneDNN does not take this convolution");
     return;
@@ -288,6 +295,49 @@ void BM_MaxPoolBackward(benchmark::State& state, const Layer& layer) {
   state.counters["ratio_vs_memcpy"] = pool_rate / memcpy_rate;
 }
 
+// The chain of the example CNN's convolutions, each pooled with its ReLU
+// (as Backend::Conv2dMaxPool runs them): conv1 on Kindling's kernel, conv2
+// on oneDNN's or winograd_conv3x3.h's, forward then backward from a random
+// pooled gradient, on fresh output tensors each call as a training step
+// allocates them. `reordered`: blocked copies off, conv2 reorders its input
+// into its blocked layout in the forward and again in the backward, and its
+// input's gradient out of it; `chained`: on, conv1 writes conv2's input in that
+// layout and reads the gradient from it. chained_vs_reordered < 1: the
+// chain is faster.
+void BM_ConvChain(benchmark::State& state) {
+  const Operands o1(kConv1), o2(kConv2);
+  const Window2dGeometry pool{.kernel = {2, 2}, .stride = {2, 2}};
+  const TensorBase grad2 = Random({kBatch, 64, 7, 7}, 8);
+  auto empty = [](const Shape& shape, DType dtype = DType::kF32) {
+    return TensorBase::Empty(shape, dtype, Device::Cpu());
+  };
+  auto step = [&](bool chained) {
+    cpu::SetBlockedCopies(chained);
+    const TensorBase out1 = empty({kBatch, 32, 14, 14});
+    const TensorBase argmax1 = empty(out1.shape(), DType::kU8);
+    const TensorBase out2 = empty(grad2.shape());
+    const TensorBase argmax2 = empty(grad2.shape(), DType::kU8);
+    const TensorBase grad1 = empty(out1.shape());
+    // The kernels the CPU backend picks for the two layers (this binary's
+    // KINDLING_ONEDNN=all would send conv1 to oneDNN too).
+    return cpu::Conv2dMaxPoolKernel(out1, argmax1, o1.input, o1.weight, o1.bias,
+                                    o1.window, pool, PoolActivation::kRelu) &&
+           cpu::OneDnnConv2dMaxPool(out2, argmax2, out1, o2.weight, o2.bias,
+                                    o2.window, pool, PoolActivation::kRelu) &&
+           cpu::OneDnnConv2dMaxPoolBackward(grad1, o2.weight_grad, o2.bias_grad,
+                                            grad2, argmax2, out1, o2.weight,
+                                            o2.window, pool) &&
+           cpu::Conv2dMaxPoolBackwardKernel(
+               TensorBase(), o1.weight_grad, o1.bias_grad, grad1, argmax1,
+               o1.input, TensorBase(), o1.window, pool);
+  };
+  step(true);  // the layers learn which layouts their neighbours read
+  Compare(
+      state, [&] { step(false); }, [&] { return step(true); },
+      {"reordered", "chained"});
+  cpu::SetBlockedCopies(true);
+}
+
 BENCHMARK_CAPTURE(BM_ConvForward, conv1, kConv1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
@@ -312,6 +362,7 @@ BENCHMARK_CAPTURE(BM_WinogradForward, conv2, kConv2)
 BENCHMARK_CAPTURE(BM_WinogradBackward, conv2, kConv2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK(BM_ConvChain)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_MaxPoolBackward, after_conv1, kConv1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

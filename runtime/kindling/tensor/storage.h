@@ -20,16 +20,31 @@
 // reads values that were overwritten after the forward. The counter is per
 // storage, so a write through any view counts for every view.
 //
+// Layout copy. A kernel that reads the bytes in another layout (a
+// convolution reorders its NCHW input into oneDNN's blocked layout) may keep
+// that copy with the storage, under a name of its own for the view and the
+// layout, so that the next reader in that layout (the same convolution's
+// backward) finds it instead of reordering again. A copy belongs to the
+// version it was made at: after an in-place write it is never found again.
+// A kernel whose output's next reader reads that layout (a convolution's
+// input gradient in the blocked layout, for the layer before) may leave the
+// bytes unwritten and keep only the copy: the first data() call writes them
+// from it, so a reader that never asks for them never costs the pass.
+//
 // Thread safety: a Storage's metadata is immutable except the version, an
-// atomic; its bytes are written only by kernels, and concurrent writes to one
-// storage are the caller's race.
+// atomic, and the layout copy, kept under a mutex; its bytes are written only
+// by kernels, and concurrent writes to one storage are the caller's race.
 #ifndef KINDLING_TENSOR_STORAGE_H_
 #define KINDLING_TENSOR_STORAGE_H_
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
 
 #include "kindling/tensor/device.h"
 
@@ -53,7 +68,14 @@ class Storage {
   Storage& operator=(const Storage&) = delete;
   ~Storage();
 
-  void* data() const { return data_; }
+  // data() is the bytes' address; bytes left unwritten for a layout copy
+  // (KeepLayoutCopyOnly()) are written first.
+  void* data() const {
+    if (unwritten_.load(std::memory_order_acquire)) [[unlikely]] {
+      WriteFromLayoutCopy();
+    }
+    return data_;
+  }
   size_t nbytes() const { return nbytes_; }
   const Device& device() const { return device_; }
   // is_borrowed() is true for foreign memory.
@@ -67,6 +89,24 @@ class Storage {
   // TensorBase::MakeWritable(), before the write.
   void BumpVersion() { version_.fetch_add(1, std::memory_order_relaxed); }
 
+  // FindLayoutCopy() is the layout copy kept under `name` at the current
+  // version, or null.
+  std::shared_ptr<Storage> FindLayoutCopy(std::string_view name) const;
+  // KeepLayoutCopy() keeps `copy` as these bytes' values under `name` at the
+  // current version, in place of any copy kept before (one a storage).
+  void KeepLayoutCopy(std::string name, std::shared_ptr<Storage> copy) const;
+  // KeepLayoutCopyOnly() keeps `copy` as KeepLayoutCopy() does and leaves
+  // the bytes unwritten until the first data() call, which writes them by
+  // unpack(copy's bytes, these bytes).
+  using Unpack = std::function<void(const void* copy, void* bytes)>;
+  void KeepLayoutCopyOnly(std::string name, std::shared_ptr<Storage> copy,
+                          Unpack unpack) const;
+  // is_written() is false while the bytes wait for KeepLayoutCopyOnly()'s
+  // unpack.
+  bool is_written() const {
+    return !unwritten_.load(std::memory_order_acquire);
+  }
+
  private:
   Storage(const Device& device, void* data, size_t nbytes, bool borrowed,
           std::shared_ptr<const void> owner, bool read_only);
@@ -78,6 +118,21 @@ class Storage {
   std::shared_ptr<const void> owner_;
   bool read_only_;
   std::atomic<uint64_t> version_{0};
+
+  // WriteFromLayoutCopy() writes unwritten bytes from the layout copy;
+  // WriteLocked() does with the mutex held.
+  void WriteFromLayoutCopy() const;
+  void WriteLocked() const;
+
+  struct LayoutCopy {
+    std::string name;
+    uint64_t version = 0;
+    std::shared_ptr<Storage> copy;
+    Unpack unpack;  // set while the bytes are unwritten
+  };
+  mutable std::mutex layout_copy_mutex_;
+  mutable LayoutCopy layout_copy_;
+  mutable std::atomic<bool> unwritten_{false};
 };
 
 }  // namespace kindling

@@ -22,10 +22,13 @@
 // in turn and each GEMM is split across the threads instead.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "kindling/backend/cpu/blocked_copy.h"
 #include "kindling/backend/cpu/gemm.h"
 #include "kindling/backend/cpu/kernels.h"
 #include "kindling/backend/cpu/max_pool_2x2.h"
@@ -413,19 +416,37 @@ bool Conv2dMaxPoolKernel(const TensorBase& out, const TensorBase& argmax,
   const float* w = weight.data_as<const float>();
   const float* b = bias.defined() ? bias.data_as<const float>() : nullptr;
   const int64_t pooled = out.numel() / d.batch;
+  // Where the next layer, a convolution, reads this output in a blocked
+  // layout, each sample is written in that layout only (blocked_copy.h);
+  // the NCHW bytes are written if anything else reads them.
+  const int64_t block = BlockedOf(BlockedUse::kInput, out.shape());
+  std::shared_ptr<Storage> blocked = block > 0 && d.out_channels % block == 0 &&
+                                             KeepsBlockedInputs() &&
+                                             CanLeaveUnwritten(out)
+                                         ? NewBlockedCopy(out)
+                                         : nullptr;
+  float* blocked_out =
+      blocked != nullptr ? static_cast<float*>(blocked->data()) : nullptr;
   RunSlabs(d.batch, [&](int64_t, int64_t begin, int64_t end, bool split) {
     // One sample's output at a time, pooled while it is in cache.
     std::vector<float> columns(d.patch() * d.positions());
     std::vector<float> y_n(d.out_channels * d.positions());
+    std::vector<float> out_n(blocked_out != nullptr ? pooled : 0);
     for (int64_t n = begin; n < end; ++n) {
       ConvolveSample(input, w, b, d, conv, n, split, columns.data(),
                      y_n.data());
       PoolSample(
           y_n.data(), d, activation == PoolActivation::kRelu,
-          out.data_as<float>() + n * pooled,
+          blocked_out != nullptr ? out_n.data()
+                                 : out.data_as<float>() + n * pooled,
           argmax.defined() ? argmax.data_as<uint8_t>() + n * pooled : nullptr);
+      if (blocked_out != nullptr) {
+        BlockSample(out_n.data(), d.out_channels, pooled / d.out_channels,
+                    block, blocked_out + n * pooled);
+      }
     }
   });
+  if (blocked != nullptr) KeepBlockedCopyOnly(out, block, std::move(blocked));
   return true;
 }
 
@@ -446,14 +467,28 @@ bool Conv2dMaxPoolBackwardKernel(
                          DataOrNull<float>(bias_grad)},
       d);
   const int64_t pooled = pooled_grad.numel() / d.batch;
+  // Where the next layer left the pooled gradient in a blocked layout
+  // (blocked_copy.h), each sample is read from there; the layer is told
+  // that this one reads it so.
+  const int64_t block = BlockedOf(BlockedUse::kInput, pooled_grad.shape());
+  NoteBlocked(BlockedUse::kGradient, pooled_grad.shape(), block);
+  const float* blocked = FindBlockedCopy(pooled_grad, block);
+  // Read only without a blocked copy: reading them would write them.
+  const float* grad =
+      blocked != nullptr ? nullptr : pooled_grad.data_as<const float>();
   RunSlabs(d.batch, [&](int64_t slab, int64_t begin, int64_t end, bool) {
     // One sample's output gradient at a time, read while it is in cache.
     std::vector<float> columns(d.patch() * d.positions());
     std::vector<float> g_n(d.out_channels * d.positions());
+    std::vector<float> grad_n(blocked != nullptr ? pooled : 0);
     SmallPatchSlab(
         input,
         [&](int64_t n) {
-          UnpoolSample(pooled_grad.data_as<const float>() + n * pooled,
+          if (blocked != nullptr) {
+            UnblockSample(blocked + n * pooled, d.out_channels,
+                          pooled / d.out_channels, block, grad_n.data());
+          }
+          UnpoolSample(blocked != nullptr ? grad_n.data() : grad + n * pooled,
                        argmax.data_as<const uint8_t>() + n * pooled, d,
                        g_n.data());
           return g_n.data();

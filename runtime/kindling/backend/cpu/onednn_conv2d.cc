@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kindling/backend/cpu/blocked_copy.h"
 #include "kindling/backend/cpu/blocked_max_pool.h"
 #include "kindling/backend/cpu/onednn_common.h"
 #include "kindling/backend/cpu/parallel.h"
@@ -41,6 +42,15 @@ int64_t PoolBlockOf(const memory::desc& desc, const memory::dims& dims) {
   if (desc == Plain(dims, memory::format_tag::nChw16c)) return 16;
   if (desc == Plain(dims, memory::format_tag::nChw8c)) return 8;
   return 0;
+}
+
+// InputBlockOf() is the channel block of `desc`, an input layout of `dims`,
+// where a blocked copy (blocked_copy.h) can stand for it: nChw16c or nChw8c
+// over whole blocks of channels (a sample then takes as many floats as in
+// NCHW), else 0.
+int64_t InputBlockOf(const memory::desc& desc, const memory::dims& dims) {
+  const int64_t block = PoolBlockOf(desc, dims);
+  return block > 0 && dims[1] % block == 0 ? block : 0;
 }
 
 // The descriptor of `batch` samples of `tensor`'s buffer as it is laid out
@@ -190,6 +200,20 @@ class Port {
     return staged_;
   }
 
+  // PrepareInto() reorders the user's input `data` into `target`, a buffer
+  // in wanted() of the caller's, and is the memory over `target`.
+  memory PrepareInto(void* data, float* target, dnnl::stream& stream) {
+    user_memory_ = memory(user_, OneDnnEngine(), data);
+    const memory into = Over(target);
+    Reorder(user_memory_, into, stream);
+    return into;
+  }
+
+  // Over() is the memory over `values`, already in wanted().
+  memory Over(const float* values) const {
+    return memory(wanted_, OneDnnEngine(), const_cast<float*>(values));
+  }
+
   // wanted() is the layout the primitive reads or writes.
   const memory::desc& wanted() const { return wanted_; }
 
@@ -265,6 +289,7 @@ struct ForwardPlan {
         dst(Port::Direction::kOut, Plain(args.dst, memory::format_tag::nchw),
             desc.dst_desc()),
         has_bias(args.has_bias),
+        src_block(src.reorders() ? InputBlockOf(desc.src_desc(), args.src) : 0),
         dst_block(dst.reorders() ? PoolBlockOf(desc.dst_desc(), args.dst) : 0),
         winograd(args.FitsWinograd() && Blocked8(desc.src_desc(), args.src,
                                                  desc.dst_desc(), args.dst)
@@ -280,6 +305,8 @@ struct ForwardPlan {
   memory scratchpad;
   Port src, weights, dst;
   bool has_bias;
+  // The input's channel block where a blocked copy can stand for it, else 0.
+  int64_t src_block;
   // The output's channel block where blocked_max_pool.h pools its layout
   // (nChw16c or nChw8c), else 0.
   int64_t dst_block;
@@ -303,6 +330,11 @@ struct BackwardPlan {
   std::optional<Port> weights_diff_dst;
   std::optional<Port> weights_src, weights_diff_weights;
   std::vector<float> weight_partial, bias_partial;
+  // The input's channel block for the weights' gradient where a blocked copy
+  // kept by the forward can stand for it, else 0; the same for the input's
+  // gradient, where a blocked copy can stand for it.
+  int64_t src_block = 0;
+  int64_t diff_src_block = 0;
   // The channel block of the layout every primitive reads the incoming
   // gradient in, where blocked_max_pool.h writes it (nChw16c or nChw8c),
   // else 0.
@@ -345,6 +377,9 @@ void AddDataGradient(const ConvArgs& args,
   plan.data_diff_src.emplace(Direction::kOut,
                              Plain(args.src, memory::format_tag::nchw),
                              desc.diff_src_desc());
+  plan.diff_src_block = plan.data_diff_src->reorders()
+                            ? InputBlockOf(desc.diff_src_desc(), args.src)
+                            : 0;
   if (args.FitsWinograd() && Blocked8(desc.diff_dst_desc(), args.dst,
                                       desc.diff_src_desc(), args.src)) {
     plan.winograd_data = Turned(args.Winograd(args.src[0]));
@@ -371,6 +406,9 @@ void AddWeightsGradient(
                                   desc.diff_dst_desc());
   }
   plan.weights_src.emplace(Direction::kIn, user_src, desc.src_desc());
+  plan.src_block = plan.weights_src->reorders()
+                       ? InputBlockOf(desc.src_desc(), args.src)
+                       : 0;
   plan.weights_diff_weights.emplace(
       Direction::kOut, Plain(args.weights, memory::format_tag::oihw),
       desc.diff_weights_desc());
@@ -468,6 +506,11 @@ float* Sample(const TensorBase& tensor, int64_t n) {
   return tensor.data_as<float>() + n * tensor.strides()[0];
 }
 
+// SampleSize() is the elements of one sample of `tensor`.
+int64_t SampleSize(const TensorBase& tensor) {
+  return tensor.numel() / tensor.shape()[0];
+}
+
 // Data() is the first float of `m`'s buffer.
 float* Data(const memory& m) {
   return static_cast<float*>(m.get_data_handle());
@@ -548,13 +591,12 @@ Slabs<ForwardPlan> ForwardSlabs(const Shape& out, const TensorBase& input,
   return result;
 }
 
-// ExecuteForward() runs `slab`'s convolution into `dst`, in the plan's
-// output layout.
-void ExecuteForward(ForwardPlan& plan, const TensorBase& input,
+// ExecuteForward() runs a slab's convolution of `src` (its input in the
+// plan's layout) into `dst`, in the plan's output layout.
+void ExecuteForward(ForwardPlan& plan, const memory& src,
                     const TensorBase& weight, const TensorBase& bias,
-                    const Slab& slab, const memory& dst, dnnl::stream& stream) {
+                    const memory& dst, dnnl::stream& stream) {
   if (plan.winograd.has_value() && Winograd().load()) {
-    const memory src = plan.src.Prepare(Sample(input, slab.begin), stream);
     stream.wait();
     WinogradWeights(weight.data_as<float>(), plan.winograd->out_channels,
                     plan.winograd->in_channels, plan.winograd_weights.data());
@@ -564,7 +606,7 @@ void ExecuteForward(ForwardPlan& plan, const TensorBase& input,
     return;
   }
   std::unordered_map<int, memory> arguments = {
-      {DNNL_ARG_SRC, plan.src.Prepare(Sample(input, slab.begin), stream)},
+      {DNNL_ARG_SRC, src},
       {DNNL_ARG_WEIGHTS, plan.weights.Prepare(weight.data_as<float>(), stream)},
       {DNNL_ARG_DST, dst},
       {DNNL_ARG_SCRATCHPAD, plan.scratchpad}};
@@ -583,6 +625,12 @@ struct BackwardOperands {
   const TensorBase& bias_grad;
   const TensorBase& input;
   const TensorBase& weight;
+  // The input in the weights' primitive's blocked layout, kept by the
+  // forward (blocked_copy.h), or null.
+  const float* blocked_input = nullptr;
+  // Where the input's gradient is written in the data primitive's blocked
+  // layout instead of `input_grad` (blocked_copy.h), or null.
+  float* blocked_input_grad = nullptr;
 };
 
 // BackwardSlabs() is the plans of the gradients `operands` asks for, the
@@ -653,8 +701,13 @@ Slabs<BackwardPlan> BackwardSlabs(const BackwardOperands& operands,
 void RunDataGradient(BackwardPlan& plan, const BackwardOperands& operands,
                      const Slab& slab, const memory& diff_dst,
                      dnnl::stream& stream) {
-  const memory diff_src = plan.data_diff_src->Prepare(
-      Sample(operands.input_grad, slab.begin), stream);
+  float* blocked = operands.blocked_input_grad;
+  const memory diff_src =
+      blocked != nullptr
+          ? plan.data_diff_src->Over(
+                blocked + slab.begin * SampleSize(operands.input_grad))
+          : plan.data_diff_src->Prepare(Sample(operands.input_grad, slab.begin),
+                                        stream);
   if (plan.winograd_data.has_value() && Winograd().load()) {
     stream.wait();
     WinogradDataGradientWeights(
@@ -671,7 +724,7 @@ void RunDataGradient(BackwardPlan& plan, const BackwardOperands& operands,
          {DNNL_ARG_DIFF_SRC, diff_src},
          {DNNL_ARG_SCRATCHPAD, plan.data_scratchpad}});
   }
-  plan.data_diff_src->Finish(stream);
+  if (blocked == nullptr) plan.data_diff_src->Finish(stream);
 }
 
 // ExecuteBackward() runs `slab`'s gradient primitives; incoming(port) is the
@@ -687,7 +740,11 @@ void ExecuteBackward(BackwardPlan& plan, const BackwardOperands& operands,
   }
   if (!plan.weights.has_value()) return;
   const memory src =
-      plan.weights_src->Prepare(Sample(operands.input, slab.begin), stream);
+      operands.blocked_input != nullptr
+          ? plan.weights_src->Over(operands.blocked_input +
+                                   slab.begin * SampleSize(operands.input))
+          : plan.weights_src->Prepare(Sample(operands.input, slab.begin),
+                                      stream);
   float* bias_partial =
       plan.bias_partial.empty() ? nullptr : plan.bias_partial.data();
   if (plan.winograd_weight_grad && Winograd().load()) {
@@ -764,6 +821,90 @@ int64_t CommonBlock(const std::vector<Plan*>& plans, int64_t Plan::*field) {
   return block;
 }
 
+// ForwardSource: where each slab's convolution reads its input in the plans'
+// layout. Where that is a blocked layout a copy can stand for
+// (blocked_copy.h), the copy kept with the input's storage, else one this
+// call makes and keeps for the backward (grad mode on); otherwise each
+// plan's own buffer.
+class ForwardSource {
+ public:
+  ForwardSource(const Slabs<ForwardPlan>& slabs, const TensorBase& input)
+      : input_(input),
+        block_(CommonBlock(slabs.plans, &ForwardPlan::src_block)) {
+    if (block_ == 0) return;
+    NoteBlocked(BlockedUse::kInput, input.shape(), block_);
+    found_ = FindBlockedCopy(input, block_);
+    if (found_ == nullptr && KeepsBlockedInputs()) {
+      made_ = NewBlockedCopy(input);
+    }
+  }
+
+  // Prepare() is `slab`'s input in `plan`'s layout.
+  memory Prepare(ForwardPlan& plan, const Slab& slab, dnnl::stream& stream) {
+    const int64_t first = slab.begin * SampleSize(input_);
+    if (found_ != nullptr) return plan.src.Over(found_ + first);
+    float* input = Sample(input_, slab.begin);
+    if (made_ == nullptr) return plan.src.Prepare(input, stream);
+    return plan.src.PrepareInto(
+        input, static_cast<float*>(made_->data()) + first, stream);
+  }
+
+  // Keep() keeps the copy this call made, once every slab has written its
+  // part.
+  void Keep() {
+    if (made_ != nullptr) KeepBlockedCopy(input_, block_, std::move(made_));
+  }
+
+ private:
+  const TensorBase& input_;
+  int64_t block_;
+  const float* found_ = nullptr;
+  std::shared_ptr<Storage> made_;
+};
+
+// BlockedInputOf() is the blocked copy of `input` kept with its storage in
+// the layout every plan's weights' primitive reads, or null.
+const float* BlockedInputOf(const Slabs<BackwardPlan>& slabs,
+                            const TensorBase& input) {
+  const int64_t block = CommonBlock(slabs.plans, &BackwardPlan::src_block);
+  return block == 0 ? nullptr : FindBlockedCopy(input, block);
+}
+
+// BlockedInputGradient: the input's gradient in the layout every plan's
+// data primitive writes, where the layer before reads that layout
+// (blocked_copy.h's kGradient): written there instead of reordered into
+// `input_grad`, whose bytes are written only if something else reads them.
+class BlockedInputGradient {
+ public:
+  BlockedInputGradient(const Slabs<BackwardPlan>& slabs,
+                       const TensorBase& input_grad)
+      : input_grad_(input_grad),
+        block_(CommonBlock(slabs.plans, &BackwardPlan::diff_src_block)) {
+    if (block_ == 0 || !CanLeaveUnwritten(input_grad) ||
+        BlockedOf(BlockedUse::kGradient, input_grad.shape()) != block_) {
+      return;
+    }
+    copy_ = NewBlockedCopy(input_grad);
+  }
+
+  // target() is where the data primitives write, or null: `input_grad`.
+  float* target() const {
+    return copy_ == nullptr ? nullptr : static_cast<float*>(copy_->data());
+  }
+
+  // Keep() keeps the copy once every slab has written its part.
+  void Keep() {
+    if (copy_ != nullptr) {
+      KeepBlockedCopyOnly(input_grad_, block_, std::move(copy_));
+    }
+  }
+
+ private:
+  const TensorBase& input_grad_;
+  int64_t block_;
+  std::shared_ptr<Storage> copy_;
+};
+
 }  // namespace
 
 bool OneDnnEnabled() { return GetOneDnnMode() != OneDnnMode::kOff; }
@@ -780,11 +921,13 @@ bool OneDnnConv2d(const TensorBase& out, const TensorBase& input,
   const Slabs<ForwardPlan> slabs =
       ForwardSlabs(out.shape(), input, weight, bias, window);
   if (slabs.empty()) return false;
+  ForwardSource source(slabs, input);
   slabs.Run([&](ForwardPlan& plan, const Slab& slab, dnnl::stream& stream) {
-    ExecuteForward(plan, input, weight, bias, slab,
+    ExecuteForward(plan, source.Prepare(plan, slab, stream), weight, bias,
                    plan.dst.Prepare(Sample(out, slab.begin), stream), stream);
     plan.dst.Finish(stream);
   });
+  source.Keep();
   return true;
 }
 
@@ -794,11 +937,13 @@ bool OneDnnConv2dBackward(const TensorBase& input_grad,
                           const TensorBase& input, const TensorBase& weight,
                           const Window2dGeometry& window) {
   if (!OneDnnEnabled() || grad.dtype() != DType::kF32) return false;
-  const BackwardOperands operands{input_grad, weight_grad, bias_grad, input,
-                                  weight};
+  BackwardOperands operands{input_grad, weight_grad, bias_grad, input, weight};
   const Slabs<BackwardPlan> slabs =
       BackwardSlabs(operands, grad.shape(), window);
   if (slabs.empty()) return false;
+  operands.blocked_input = BlockedInputOf(slabs, input);
+  BlockedInputGradient blocked_input_grad(slabs, input_grad);
+  operands.blocked_input_grad = blocked_input_grad.target();
   slabs.Run([&](BackwardPlan& plan, const Slab& slab, dnnl::stream& stream) {
     float* slab_grad = Sample(grad, slab.begin);
     ExecuteBackward(
@@ -806,6 +951,7 @@ bool OneDnnConv2dBackward(const TensorBase& input_grad,
         [&](Port& port) { return port.Prepare(slab_grad, stream); }, stream);
   });
   SumPartials(slabs, operands);
+  blocked_input_grad.Keep();
   return true;
 }
 
@@ -824,8 +970,10 @@ bool OneDnnConv2dMaxPool(const TensorBase& out, const TensorBase& argmax,
   const int64_t block = CommonBlock(slabs.plans, &ForwardPlan::dst_block);
   if (!FitsBlockedMaxPool(PlanesOf(convolved, all, block), pool)) return false;
   const int64_t pooled_sample = out.numel() / convolved[0];
+  ForwardSource source(slabs, input);
   slabs.Run([&](ForwardPlan& plan, const Slab& slab, dnnl::stream& stream) {
-    ExecuteForward(plan, input, weight, bias, slab, plan.dst.staged(), stream);
+    ExecuteForward(plan, source.Prepare(plan, slab, stream), weight, bias,
+                   plan.dst.staged(), stream);
     stream.wait();
     const int64_t first = slab.begin * pooled_sample;
     MaxPoolBlocked(
@@ -834,6 +982,7 @@ bool OneDnnConv2dMaxPool(const TensorBase& out, const TensorBase& argmax,
         out.data_as<float>() + first,
         argmax.defined() ? argmax.data_as<uint8_t>() + first : nullptr);
   });
+  source.Keep();
   return true;
 }
 
@@ -843,8 +992,7 @@ bool OneDnnConv2dMaxPoolBackward(
     const TensorBase& argmax, const TensorBase& input, const TensorBase& weight,
     const Window2dGeometry& conv, const Window2dGeometry& pool) {
   if (!OneDnnEnabled() || pooled_grad.dtype() != DType::kF32) return false;
-  const BackwardOperands operands{input_grad, weight_grad, bias_grad, input,
-                                  weight};
+  BackwardOperands operands{input_grad, weight_grad, bias_grad, input, weight};
   const Shape convolved = ConvolvedShape(
       input_grad.defined() ? input_grad.shape() : input.shape(),
       weight_grad.defined() ? weight_grad.shape() : weight.shape(), conv);
@@ -854,6 +1002,9 @@ bool OneDnnConv2dMaxPoolBackward(
   if (slabs.empty()) return false;
   const int64_t block = CommonBlock(slabs.plans, &BackwardPlan::diff_dst_block);
   if (!FitsBlockedMaxPool(PlanesOf(convolved, all, block), pool)) return false;
+  operands.blocked_input = BlockedInputOf(slabs, input);
+  BlockedInputGradient blocked_input_grad(slabs, input_grad);
+  operands.blocked_input_grad = blocked_input_grad.target();
   const int64_t pooled_sample = pooled_grad.numel() / convolved[0];
   slabs.Run([&](BackwardPlan& plan, const Slab& slab, dnnl::stream& stream) {
     const int64_t first = slab.begin * pooled_sample;
@@ -869,6 +1020,7 @@ bool OneDnnConv2dMaxPoolBackward(
         stream);
   });
   SumPartials(slabs, operands);
+  blocked_input_grad.Keep();
   return true;
 }
 

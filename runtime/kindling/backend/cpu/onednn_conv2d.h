@@ -2,7 +2,10 @@
 // primitive library PyTorch and ONNX Runtime use), in the blocked layouts
 // and with the algorithms (direct or Winograd: AlgorithmOf() in the .cc)
 // oneDNN picks for the shape, with reorders from and to Kindling's NCHW at
-// the call's ends. Where oneDNN has only its direct AVX2 kernel for a 3 x 3
+// the call's ends, except where a blocked copy stands for the input or its
+// gradient (blocked_copy.h: the input reordered once a step, or written
+// blocked by the layer before, which also reads the input's gradient
+// blocked). Where oneDNN has only its direct AVX2 kernel for a 3 x 3
 // layer, Kindling's Winograd kernels (winograd_conv3x3.h) compute it in
 // oneDNN's layout instead (SetWinogradConv3x3() below).
 //
