@@ -13,50 +13,24 @@
 //   measured), and nothing kept without grad mode.
 #include "kindling/backend/cpu/blocked_copy.h"
 
-#include <bit>
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "kindling/tensor/backend.h"
 #include "kindling/tensor/grad_mode.h"
 #include "kindling/tensor/tensor.h"
+#include "tests/support/cpu_tensors.h"
 
 namespace kindling::cpu {
 namespace {
 
-std::vector<float> RandomFloats(int64_t count, uint32_t seed) {
-  std::mt19937 engine(seed);
-  std::normal_distribution<float> normal;
-  std::vector<float> values(count);
-  for (float& v : values) v = normal(engine);
-  return values;
-}
-
-TensorBase FromFloats(const std::vector<float>& values, const Shape& shape) {
-  return TensorBase::FromHost(values.data(), shape, DType::kF32, Device::Cpu());
-}
-
-TensorBase Empty(const Shape& shape, DType dtype = DType::kF32) {
-  return TensorBase::Empty(shape, dtype, Device::Cpu());
-}
-
-template <class T>
-std::vector<T> Values(const TensorBase& tensor) {
-  std::vector<T> values(tensor.shape().num_elements());
-  tensor.CopyToHost(values.data());
-  return values;
-}
-
-// Bits() compares floats bit for bit (NaN and -0 included).
-std::vector<uint32_t> Bits(const TensorBase& tensor) {
-  std::vector<uint32_t> bits;
-  for (float v : Values<float>(tensor))
-    bits.push_back(std::bit_cast<uint32_t>(v));
-  return bits;
-}
+using test_support::Empty;
+using test_support::ExpectSameBits;
+using test_support::FromFloats;
+using test_support::RandomFloats;
+using test_support::Values;
 
 TEST(BlockSampleTest, FollowsTheLayoutBothWays) {
   for (int64_t block : {8, 16}) {
@@ -183,9 +157,16 @@ struct Chain {
                                           kPool));
   }
 
-  std::vector<std::vector<uint32_t>> Results() const {
-    return {Bits(out1),    Bits(out2),    Bits(grad1),  Bits(w2_grad),
-            Bits(b2_grad), Bits(w1_grad), Bits(b1_grad)};
+  // ExpectSameResults() compares every output and gradient with `other`'s
+  // bit for bit.
+  void ExpectSameResults(const Chain& other) const {
+    ExpectSameBits(out1, other.out1, "conv1's pooled output");
+    ExpectSameBits(out2, other.out2, "conv2's pooled output");
+    ExpectSameBits(grad1, other.grad1, "conv2's input gradient");
+    ExpectSameBits(w2_grad, other.w2_grad, "conv2's weight gradient");
+    ExpectSameBits(b2_grad, other.b2_grad, "conv2's bias gradient");
+    ExpectSameBits(w1_grad, other.w1_grad, "conv1's weight gradient");
+    ExpectSameBits(b1_grad, other.b1_grad, "conv1's bias gradient");
   }
 };
 
@@ -223,8 +204,8 @@ TEST(BlockedChainTest, SameBitsAndNoReorderBetweenTheLayers) {
     EXPECT_FALSE(chained.grad1.storage()->is_written())
         << "conv1's backward should read the blocked gradient";
   }
-  EXPECT_EQ(chained.Results(), off.Results());  // reads write the bytes
-  EXPECT_EQ(first.Results(), off.Results());
+  chained.ExpectSameResults(off);  // reading writes the bytes
+  first.ExpectSameResults(off);
 }
 
 TEST(BlockedChainTest, NothingIsKeptWithoutGradMode) {

@@ -30,47 +30,18 @@
 #include "kindling/backend/cpu/parallel.h"
 #include "kindling/tensor/tensor.h"
 #include "kindling/tensor/window_ops.h"
+#include "tests/support/cpu_tensors.h"
 
 namespace kindling::cpu {
 namespace {
 
 constexpr Window2dGeometry kPool{.kernel = {2, 2}, .stride = {2, 2}};
 
-std::vector<float> RandomFloats(int64_t count, uint32_t seed) {
-  std::mt19937 engine(seed);
-  std::normal_distribution<float> normal;
-  std::vector<float> values(count);
-  for (float& v : values) v = normal(engine);
-  return values;
-}
-
-TensorBase FromFloats(const std::vector<float>& values, const Shape& shape) {
-  return TensorBase::FromHost(values.data(), shape, DType::kF32, Device::Cpu());
-}
-
-TensorBase Empty(const Shape& shape, DType dtype = DType::kF32) {
-  return TensorBase::Empty(shape, dtype, Device::Cpu());
-}
-
-template <class T>
-std::vector<T> Values(const TensorBase& tensor) {
-  std::vector<T> values(tensor.shape().num_elements());
-  tensor.CopyToHost(values.data());
-  return values;
-}
-
-// ExpectSameBits() compares two f32 tensors bit for bit (NaN equal to NaN of
-// the same bits, +0 unequal to -0).
-void ExpectSameBits(const TensorBase& actual, const TensorBase& expected,
-                    const std::string& what) {
-  const std::vector<float> a = Values<float>(actual);
-  const std::vector<float> e = Values<float>(expected);
-  ASSERT_EQ(a.size(), e.size()) << what;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(e[i]))
-        << what << " at " << i << ": " << a[i] << " vs " << e[i];
-  }
-}
+using test_support::Empty;
+using test_support::ExpectSameBits;
+using test_support::FromFloats;
+using test_support::RandomFloats;
+using test_support::Values;
 
 // OneDnnPoolBlock() is the channel block of the layout oneDNN's
 // convolutions of 16 channels or more compute in here: 16 (nChw16c) on an
