@@ -1,9 +1,10 @@
 // backend/cpu/blocked_copy.h and the Storage layout copy under it:
 // - BlockSample()/UnblockSample() against the layout's index formula, with
 //   plane sizes off the eight-wide transposes, for blocks of 8 and 16;
-// - a layout copy is found under its name and version only, and bytes left
-//   unwritten for one are written from it by the first read, including an
-//   in-place writer's;
+// - bytes of a tensor left unwritten for its blocked copy are written from
+//   it by the first read, an in-place writer's included, and a view of part
+//   of a storage is never left unwritten (the storage's own layout copy:
+//   //tests/tensor:storage_layout_copy_test);
 // - the example CNN's two convolutions run as it chains them (Kindling's
 //   conv1 pooled, then oneDNN's or winograd_conv3x3.h's conv2 pooled, and
 //   both backwards), with blocked copies on against off: every output and
@@ -53,26 +54,7 @@ TEST(BlockSampleTest, FollowsTheLayoutBothWays) {
   }
 }
 
-std::shared_ptr<Storage> FloatStorage(const std::vector<float>& values) {
-  std::shared_ptr<Storage> storage =
-      Storage::Allocate(Device::Cpu(), values.size() * sizeof(float));
-  std::copy(values.begin(), values.end(), static_cast<float*>(storage->data()));
-  return storage;
-}
-
-TEST(StorageLayoutCopyTest, FoundUnderItsNameAndVersionOnly) {
-  const std::shared_ptr<Storage> storage = FloatStorage({1, 2, 3, 4});
-  const std::shared_ptr<Storage> copy = FloatStorage({1, 3, 2, 4});
-  EXPECT_EQ(storage->FindLayoutCopy("a"), nullptr);
-  storage->KeepLayoutCopy("a", copy);
-  EXPECT_EQ(storage->FindLayoutCopy("a"), copy);
-  EXPECT_EQ(storage->FindLayoutCopy("b"), nullptr);
-  storage->BumpVersion();  // an in-place write
-  EXPECT_EQ(storage->FindLayoutCopy("a"), nullptr);
-  EXPECT_TRUE(storage->is_written());
-}
-
-TEST(StorageLayoutCopyTest, UnwrittenBytesAreWrittenByTheFirstRead) {
+TEST(BlockedCopyTest, UnwrittenBytesAreWrittenByTheFirstRead) {
   const std::vector<float> values = RandomFloats(2 * 16 * 3 * 5, 2);
   for (const bool write_in_place : {false, true}) {
     const TensorBase tensor = Empty({2, 16, 3, 5});
@@ -104,7 +86,7 @@ TEST(StorageLayoutCopyTest, UnwrittenBytesAreWrittenByTheFirstRead) {
   }
 }
 
-TEST(StorageLayoutCopyTest, ViewsOfPartOfAStorageAreNeverLeftUnwritten) {
+TEST(BlockedCopyTest, ViewsOfPartOfAStorageAreNeverLeftUnwritten) {
   const TensorBase whole = Empty({2, 8, 2, 2});
   const TensorBase part(whole.storage(), DType::kF32, {1, 8, 2, 2},
                         {32, 4, 2, 1}, 32);

@@ -6,16 +6,15 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <utility>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
 #include "kindling/tensor/device.h"
 #include "kindling/tensor/grad_mode.h"
 
@@ -32,9 +31,11 @@ std::string NameOf(const TensorBase& tensor, int64_t block) {
 // C, H, W and the use.
 using PlaneKey = std::tuple<int64_t, int64_t, int64_t, BlockedUse>;
 
+// A std::mutex, not absl::Mutex: Debian's Abseil is not built with
+// ThreadSanitizer, which would not see the lock (cpu_allocator.h).
 struct BlockedReaders {
-  absl::Mutex mutex;
-  absl::flat_hash_map<PlaneKey, int64_t> blocks ABSL_GUARDED_BY(mutex);
+  std::mutex mutex;
+  absl::flat_hash_map<PlaneKey, int64_t> blocks;  // under `mutex`
 };
 
 BlockedReaders& Readers() {
@@ -125,14 +126,14 @@ void KeepBlockedCopyOnly(const TensorBase& tensor, int64_t block,
 void NoteBlocked(BlockedUse use, const Shape& shape, int64_t block) {
   if (shape.rank() != 4) return;
   BlockedReaders& readers = Readers();
-  absl::MutexLock lock(&readers.mutex);
+  std::lock_guard<std::mutex> lock(readers.mutex);
   readers.blocks[PlaneKey{shape[1], shape[2], shape[3], use}] = block;
 }
 
 int64_t BlockedOf(BlockedUse use, const Shape& shape) {
   if (shape.rank() != 4 || !Enabled().load()) return 0;
   BlockedReaders& readers = Readers();
-  absl::MutexLock lock(&readers.mutex);
+  std::lock_guard<std::mutex> lock(readers.mutex);
   const auto it =
       readers.blocks.find(PlaneKey{shape[1], shape[2], shape[3], use});
   return it == readers.blocks.end() ? 0 : it->second;
