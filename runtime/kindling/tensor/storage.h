@@ -111,6 +111,11 @@ class Storage {
   Storage(const Device& device, void* data, size_t nbytes, bool borrowed,
           std::shared_ptr<const void> owner, bool read_only);
 
+  // WriteFromLayoutCopy() writes unwritten bytes from the layout copy;
+  // WriteLocked() does with the mutex held.
+  void WriteFromLayoutCopy() const;
+  void WriteLocked() const;
+
   Device device_;
   void* data_;
   size_t nbytes_;
@@ -118,11 +123,6 @@ class Storage {
   std::shared_ptr<const void> owner_;
   bool read_only_;
   std::atomic<uint64_t> version_{0};
-
-  // WriteFromLayoutCopy() writes unwritten bytes from the layout copy;
-  // WriteLocked() does with the mutex held.
-  void WriteFromLayoutCopy() const;
-  void WriteLocked() const;
 
   struct LayoutCopy {
     std::string name;

@@ -58,6 +58,7 @@ std::atomic<bool>& Enabled() {
   }();
   return *enabled;
 }
+
 // Transpose8x8() transposes the 8 x 8 floats of `rows`, row i becoming
 // column i.
 void Transpose8x8(__m256 rows[8]) {
@@ -159,9 +160,10 @@ void BlockSample(const float* nchw, int64_t channels, int64_t plane,
         }
       }
     }
-    for (; p < plane; ++p) {
-      for (int64_t j = 0; j < block; ++j)
+    for (; p < plane; ++p) {  // the positions past the last eight
+      for (int64_t j = 0; j < block; ++j) {
         out[p * block + j] = in[j * plane + p];
+      }
     }
   }
 }
@@ -186,9 +188,10 @@ void UnblockSample(const float* blocked, int64_t channels, int64_t plane,
         }
       }
     }
-    for (; p < plane; ++p) {
-      for (int64_t j = 0; j < block; ++j)
+    for (; p < plane; ++p) {  // the positions past the last eight
+      for (int64_t j = 0; j < block; ++j) {
         out[j * plane + p] = in[p * block + j];
+      }
     }
   }
 }
