@@ -420,11 +420,10 @@ bool Conv2dMaxPoolKernel(const TensorBase& out, const TensorBase& argmax,
   // layout, each sample is written in that layout only (blocked_copy.h);
   // the NCHW bytes are written if anything else reads them.
   const int64_t block = BlockedOf(BlockedUse::kInput, out.shape());
-  std::shared_ptr<Storage> blocked = block > 0 && d.out_channels % block == 0 &&
-                                             KeepsBlockedInputs() &&
-                                             CanLeaveUnwritten(out)
-                                         ? NewBlockedCopy(out)
-                                         : nullptr;
+  const bool write_blocked = block > 0 && d.out_channels % block == 0 &&
+                             KeepsBlockedInputs() && CanLeaveUnwritten(out);
+  std::shared_ptr<Storage> blocked =
+      write_blocked ? NewBlockedCopy(out) : nullptr;
   float* blocked_out =
       blocked != nullptr ? static_cast<float*>(blocked->data()) : nullptr;
   RunSlabs(d.batch, [&](int64_t, int64_t begin, int64_t end, bool split) {
