@@ -79,6 +79,37 @@ void Transpose8x8(__m256 rows[8]) {
   }
 }
 
+// TransposeMatrix() writes dst[j * dst_stride + i] = src[i * src_stride + j]
+// for the `rows` x `cols` matrix at `src`: eight by eight in registers, the
+// rows and columns past the last eight one at a time.
+void TransposeMatrix(const float* src, int64_t rows, int64_t cols,
+                     int64_t src_stride, float* dst, int64_t dst_stride) {
+  int64_t i = 0;
+  for (; i + 8 <= rows; i += 8) {
+    int64_t j = 0;
+    for (; j + 8 <= cols; j += 8) {
+      __m256 tile[8];
+      for (int r = 0; r < 8; ++r) {
+        tile[r] = _mm256_loadu_ps(src + (i + r) * src_stride + j);
+      }
+      Transpose8x8(tile);
+      for (int c = 0; c < 8; ++c) {
+        _mm256_storeu_ps(dst + (j + c) * dst_stride + i, tile[c]);
+      }
+    }
+    for (; j < cols; ++j) {
+      for (int r = 0; r < 8; ++r) {
+        dst[j * dst_stride + i + r] = src[(i + r) * src_stride + j];
+      }
+    }
+  }
+  for (; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      dst[j * dst_stride + i] = src[i * src_stride + j];
+    }
+  }
+}
+
 }  // namespace
 
 const float* FindBlockedCopy(const TensorBase& tensor, int64_t block) {
@@ -143,56 +174,16 @@ int64_t BlockedOf(BlockedUse use, const Shape& shape) {
 void BlockSample(const float* nchw, int64_t channels, int64_t plane,
                  int64_t block, float* blocked) {
   for (int64_t c0 = 0; c0 < channels; c0 += block) {
-    const float* in = nchw + c0 * plane;
-    float* out = blocked + c0 * plane;
-    int64_t p = 0;
-    if (block % 8 == 0) {
-      for (; p + 8 <= plane; p += 8) {
-        for (int64_t g = 0; g < block; g += 8) {
-          __m256 rows[8];  // channels g.. g + 7, positions p.. p + 7
-          for (int i = 0; i < 8; ++i) {
-            rows[i] = _mm256_loadu_ps(in + (g + i) * plane + p);
-          }
-          Transpose8x8(rows);  // now positions, each 8 channels
-          for (int k = 0; k < 8; ++k) {
-            _mm256_storeu_ps(out + (p + k) * block + g, rows[k]);
-          }
-        }
-      }
-    }
-    for (; p < plane; ++p) {  // the positions past the last eight
-      for (int64_t j = 0; j < block; ++j) {
-        out[p * block + j] = in[j * plane + p];
-      }
-    }
+    TransposeMatrix(nchw + c0 * plane, block, plane, plane,
+                    blocked + c0 * plane, block);
   }
 }
 
 void UnblockSample(const float* blocked, int64_t channels, int64_t plane,
                    int64_t block, float* nchw) {
   for (int64_t c0 = 0; c0 < channels; c0 += block) {
-    const float* in = blocked + c0 * plane;
-    float* out = nchw + c0 * plane;
-    int64_t p = 0;
-    if (block % 8 == 0) {
-      for (; p + 8 <= plane; p += 8) {
-        for (int64_t g = 0; g < block; g += 8) {
-          __m256 rows[8];  // positions p.. p + 7, channels g.. g + 7
-          for (int k = 0; k < 8; ++k) {
-            rows[k] = _mm256_loadu_ps(in + (p + k) * block + g);
-          }
-          Transpose8x8(rows);  // now channels, each 8 positions
-          for (int i = 0; i < 8; ++i) {
-            _mm256_storeu_ps(out + (g + i) * plane + p, rows[i]);
-          }
-        }
-      }
-    }
-    for (; p < plane; ++p) {  // the positions past the last eight
-      for (int64_t j = 0; j < block; ++j) {
-        out[j * plane + p] = in[p * block + j];
-      }
-    }
+    TransposeMatrix(blocked + c0 * plane, plane, block, block,
+                    nchw + c0 * plane, plane);
   }
 }
 

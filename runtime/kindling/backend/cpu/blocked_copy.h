@@ -88,7 +88,12 @@ int64_t BlockedOf(BlockedUse use, const Shape& shape);
 
 // BlockSample() writes one sample's `channels` planes of `plane` floats,
 // `nchw` [C, plane], into `blocked` [C / block, plane, block];
-// UnblockSample() the other way.
+// UnblockSample() the other way. Library first: oneDNN's reorder primitive
+// (built once, executed per sample as these are called; the same bits) took
+// 4.43-4.48 us a sample of the example's conv2 input ([32, 14, 14] to
+// nChw8c, in cache, one thread, Zen 1) and 4.44-4.57 us back, these 3.66
+// and 4.00 us; over a slab of 64 samples 4.68-4.75 against 3.83-3.92 us and
+// 4.64-4.73 against 4.11-4.22 us.
 void BlockSample(const float* nchw, int64_t channels, int64_t plane,
                  int64_t block, float* blocked);
 void UnblockSample(const float* blocked, int64_t channels, int64_t plane,
