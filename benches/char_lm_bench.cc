@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "benches/flop_limit.h"
+#include "benches/median.h"
 #include "benches/torch_peer.h"
 #include "benchmark/benchmark.h"
 #include "examples/char_lm.kindling.h"
@@ -55,6 +56,8 @@
 
 namespace kindling {
 namespace {
+
+using bench::Median;
 
 constexpr int64_t kBatch = 32;
 constexpr int64_t kContext = 128;
@@ -83,11 +86,6 @@ const Corpus* LoadCorpus() {
         {std::make_shared<const std::string>(std::move(validation)), kContext}};
   }();
   return corpus;
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0 : values[values.size() / 2];
 }
 
 double PeakRssMib() {

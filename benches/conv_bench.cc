@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "benches/median.h"
 #include "benchmark/benchmark.h"
 #include "kindling/backend/cpu/blocked_copy.h"
 #include "kindling/backend/cpu/kernels.h"
@@ -52,6 +53,8 @@
 
 namespace kindling {
 namespace {
+
+using bench::Median;
 
 constexpr int64_t kBatch = 128;
 
@@ -88,12 +91,6 @@ struct Operands {
   TensorBase input, weight, bias, grad, out, input_grad, weight_grad, bias_grad;
   Window2dGeometry window{.kernel = {3, 3}, .padding = {1, 1}};
 };
-
-double Median(std::vector<double> values) {
-  std::nth_element(values.begin(), values.begin() + values.size() / 2,
-                   values.end());
-  return values[values.size() / 2];
-}
 
 // kBlock: calls of one side in a row; the first of each block is not timed,
 // so neither side is measured in the caches the other just left (the

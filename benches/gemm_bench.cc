@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "benches/median.h"
 #include "benchmark/benchmark.h"
 #include "kindling/backend/cpu/gemm.h"
 #include "kindling/backend/cpu/onednn_gemm.h"
@@ -45,6 +46,8 @@
 
 namespace kindling {
 namespace {
+
+using bench::Median;
 
 struct GemmShape {
   const char* name;
@@ -103,11 +106,6 @@ void SlabbedGemm(Library library, const GemmShape& s, const float* a,
                 s.transpose_b ? CblasTrans : CblasNoTrans, m, n, s.k, 1.0f,
                 a_part, lda, b_part, ldb, 0.0f, c_part, s.n);
   });
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 // TwoWays: the two implementations a benchmark compares, and its counters'

@@ -48,6 +48,10 @@
 // batch's forward, input-gradient and weight-gradient products at their
 // shapes): its ratio_vs_flop_limit is the floor BM_TrainEpochMlp's stands on
 // when everything but the products is free.
+// BM_MlpEpochVsProducts alternates the MLP's epoch and those products alone
+// five times: epoch_vs_products (median of the pairs' ratios, with their
+// _min and _max) is what the step costs beyond its products, a figure that
+// holds still while the host's speed drifts between runs.
 // KINDLING_TRAIN_BENCH_SAMPLES=N trains on the first N samples of the epoch's
 // order instead of all 60000 (the smoke test). KINDLING_TRAIN_BENCH_NO_PEER=1
 // skips the peers (no ratio): for profiling Kindling's epoch alone,
@@ -73,6 +77,7 @@
 #include "kindling/backend/cuda/cuda_context.h"
 #endif
 #include "benches/flop_limit.h"
+#include "benches/median.h"
 #include "benches/torch_peer.h"
 #include "benchmark/benchmark.h"
 #include "examples/cnn.kindling.h"
@@ -94,6 +99,7 @@ namespace {
 namespace data = kindling::data;
 namespace train = kindling::train;
 using kindling::Tensor;
+using kindling::bench::Median;
 
 constexpr int64_t kBatch = 128;
 constexpr uint64_t kSeed = 42;
@@ -579,31 +585,49 @@ class MlpProducts {
   std::vector<Layer> layers_;
 };
 
-// The MLP epoch's matrix products alone, through the same matmul as its
-// training step (oneDNN or OpenBLAS slabs on Kindling's pool), for every
-// batch of the epoch, and nothing else: no bias, activation, layer norm,
-// loss, optimizer step, data or autodiff graph. Its ratio_vs_flop_limit is
-// the least BM_TrainEpochMlp's could be with every other pass free.
+// MlpEpochProducts: the MLP epoch's matrix products alone, through the same
+// matmul as its training step (oneDNN or OpenBLAS slabs on Kindling's pool),
+// for every batch of the epoch, and nothing else: no bias, activation, layer
+// norm, loss, optimizer step, data or autodiff graph.
+class MlpEpochProducts {
+ public:
+  MlpEpochProducts()
+      : full_batches_(Data().dataset.size() / kBatch),
+        full_(kBatch),
+        last_(
+            Data().dataset.size() % kBatch == 0
+                ? std::nullopt
+                : std::optional<MlpProducts>(Data().dataset.size() % kBatch)) {
+    // Untimed: the libraries build a shape's kernels on its first calls.
+    Seconds();
+    Seconds();
+  }
+
+  // Seconds() runs every batch's products once and returns how long that
+  // took.
+  double Seconds() const {
+    kindling::NoGradGuard no_grad;
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t batch = 0; batch < full_batches_; ++batch) full_.Run();
+    if (last_.has_value()) last_->Run();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  }
+
+ private:
+  int64_t full_batches_;
+  MlpProducts full_;
+  std::optional<MlpProducts> last_;
+};
+
+// Its ratio_vs_flop_limit is the least BM_TrainEpochMlp's could be with every
+// other pass free.
 void BM_MlpEpochProducts(benchmark::State& state) {
   const int64_t samples = Data().dataset.size();
-  const int64_t full_batches = samples / kBatch;
-  const MlpProducts full(kBatch);
-  const std::optional<MlpProducts> last =
-      samples % kBatch == 0 ? std::nullopt
-                            : std::optional<MlpProducts>(samples % kBatch);
-  kindling::NoGradGuard no_grad;
-  // Untimed: the libraries build a shape's kernels on its first calls.
-  for (int warm_up = 0; warm_up < 2; ++warm_up) {
-    full.Run();
-    if (last.has_value()) last->Run();
-  }
+  const MlpEpochProducts products;
   for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int64_t batch = 0; batch < full_batches; ++batch) full.Run();
-    if (last.has_value()) last->Run();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
+    const double seconds = products.Seconds();
     state.SetIterationTime(seconds);
     state.counters["products_epoch_s"] = seconds;
     kindling::bench::ReportFlopLimit(
@@ -613,6 +637,45 @@ void BM_MlpEpochProducts(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_MlpEpochProducts)
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kSecond);
+
+// The MLP's epoch and its products alone (BM_MlpEpochProducts's work),
+// alternated kEpochProductPairs times; epoch_vs_products is the median of
+// the pairs' ratios. Each pair runs within seconds, so the ratio, what the
+// step costs beyond its matrix products, holds still while the host's speed
+// drifts from one run to the next (on a shared 2-core host, 24 runs of
+// BM_TrainEpochMlp in one half hour read ratio_vs_flop_limit 1.16-1.46).
+constexpr int kEpochProductPairs = 5;
+void BM_MlpEpochVsProducts(benchmark::State& state) {
+  const MlpEpochProducts products;
+  for (auto _ : state) {
+    std::vector<double> epochs, alone, ratios;
+    for (int pair = 0; pair < kEpochProductPairs; ++pair) {
+      int64_t samples = 0;
+      const absl::StatusOr<double> epoch =
+          KindlingEpoch<examples::Mlp, examples::MlpConfig>(
+              kindling::Device::Cpu(), MlpLogits, &samples);
+      if (!epoch.ok()) {
+        state.SkipWithError(epoch.status().ToString().c_str());
+        return;
+      }
+      epochs.push_back(*epoch);
+      alone.push_back(products.Seconds());
+      ratios.push_back(epochs.back() / alone.back());
+    }
+    state.SetIterationTime(Median(epochs));
+    state.counters["kindling_epoch_s"] = Median(epochs);
+    state.counters["products_epoch_s"] = Median(alone);
+    state.counters["epoch_vs_products"] = Median(ratios);
+    state.counters["epoch_vs_products_min"] =
+        *std::min_element(ratios.begin(), ratios.end());
+    state.counters["epoch_vs_products_max"] =
+        *std::max_element(ratios.begin(), ratios.end());
+  }
+}
+BENCHMARK(BM_MlpEpochVsProducts)
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kSecond);

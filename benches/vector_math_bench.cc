@@ -36,11 +36,14 @@
 #include <string>
 #include <vector>
 
+#include "benches/median.h"
 #include "benchmark/benchmark.h"
 #include "kindling/backend/cpu/vector_math.h"
 
 namespace kindling {
 namespace {
+
+using bench::Median;
 
 using cpu::HasAvx512;
 using Fn8 = __m256 (*)(__m256);
@@ -259,11 +262,6 @@ std::vector<float> Inputs(bool log_uniform) {
   for (float& x : inputs)
     x = log_uniform ? std::exp(exponent(random)) : uniform(random);
   return inputs;
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 void BM_VectorMath(benchmark::State& state, const MathFunction* f) {
