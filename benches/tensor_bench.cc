@@ -36,6 +36,10 @@
 //                    torch.autograd.grad).
 //   BM_Unary/gelu_backward  the same for GELU over the matrix, forward +
 //                    backward for that output gradient.
+//   BM_CrossEntropy/cross_entropy_backward  the same for nn::CrossEntropy of
+//                    the matrix's rows as logits over 1024 classes (row r's
+//                    label r * 7919 mod 1024), forward + backward of the
+//                    logits, against torch.nn.functional.cross_entropy.
 // Each ratio's peer runs interleaved with the op inside the same benchmark
 // (one peer call after every iteration, timer paused), so both see the same
 // machine load; BM_Memcpy and BM_CblasSgemm also run alone for reference.
@@ -61,6 +65,7 @@
 #include "benchmark/benchmark.h"
 #include "kindling/autodiff/backward.h"
 #include "kindling/backend/cpu/parallel.h"
+#include "kindling/nn/loss.h"
 #include "kindling/nn/normalize.h"
 #include "kindling/tensor/tensor.h"
 
@@ -223,6 +228,9 @@ struct TorchCaseInputs {
   Tensor<1> gamma_leaf;
   Tensor<1> beta_leaf;
   Tensor<2> upstream;
+  // Cross-entropy of the matrix's rows as logits over 1024 classes: row r's
+  // label is r * 7919 mod 1024.
+  Tensor<1, Int> labels;
 };
 
 const TorchCaseInputs& Inputs() {
@@ -239,6 +247,9 @@ const TorchCaseInputs& Inputs() {
     made->gamma_leaf = made->gamma.set_require_grad(true);
     made->beta_leaf = made->beta.set_require_grad(true);
     made->upstream = Tensor<2>::RandomNormal({4096, 1024}, generator);
+    std::vector<int64_t> labels(4096);
+    for (int64_t r = 0; r < 4096; ++r) labels[r] = r * 7919 % 1024;
+    made->labels = Tensor<1, Int>::FromData<int64_t>(labels, {4096});
     return made;
   }();
   return *inputs;
@@ -387,6 +398,22 @@ BENCHMARK_CAPTURE(BM_LayerNorm, layer_norm_last, "layer_norm_last",
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_LayerNorm, layer_norm_backward, "layer_norm_backward",
                   LayerNormForwardBackward)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_CrossEntropy(benchmark::State& state, const std::string& torch_op,
+                     void (*op)(const TorchCaseInputs&)) {
+  CompareWithTorch(state, torch_op, op);
+}
+
+void CrossEntropyForwardBackward(In in) {
+  const Tensor<0> loss = nn::CrossEntropy(in.matrix_leaf, in.labels);
+  const Gradients grads = Backward(loss);
+  benchmark::DoNotOptimize(grads.Get(in.matrix_leaf.leaf_id())->data());
+}
+
+BENCHMARK_CAPTURE(BM_CrossEntropy, cross_entropy_backward,
+                  "cross_entropy_backward", CrossEntropyForwardBackward)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -92,6 +92,16 @@ def _ops():
             return torch.autograd.grad(y, leaves, upstream)
 
     ops["layer_norm_backward"] = layer_norm_backward
+    # Cross-entropy of the matrix's rows over COLS classes, forward + backward
+    # of the logits; row r's label is r * 7919 mod COLS.
+    labels = torch.arange(ROWS) * 7919 % COLS
+
+    def cross_entropy_backward():
+        with torch.enable_grad():
+            loss = torch.nn.functional.cross_entropy(leaves[0], labels)
+            return torch.autograd.grad(loss, leaves[0])
+
+    ops["cross_entropy_backward"] = cross_entropy_backward
     ops["gelu_backward"] = _gelu_backward(matrix, upstream)
     return ops
 

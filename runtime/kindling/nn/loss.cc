@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "kindling/core/check.h"
+#include "kindling/tensor/backend.h"
 #include "kindling/tensor/grad_node.h"
 #include "kindling/tensor/ops.h"
 
@@ -96,6 +97,15 @@ Tensor<0> CrossEntropy(const Tensor<2>& logits_tensor,
       [log_probabilities = log_probabilities.Detach(),
        labels = SavedTensor(labels),
        label_smoothing](const TensorBase& grad) -> GradList {
+        // One pass where the backend has it (the same values).
+        const TensorBase fused = TensorBase::Empty(log_probabilities.shape(),
+                                                   log_probabilities.dtype(),
+                                                   log_probabilities.device());
+        if (GetBackend(fused.device())
+                .CrossEntropyBackward(fused, log_probabilities, labels.get(),
+                                      label_smoothing, grad)) {
+          return {fused};
+        }
         const int64_t batch = log_probabilities.shape()[0];
         const int64_t classes = log_probabilities.shape()[1];
         const TensorBase target = TargetDistribution(

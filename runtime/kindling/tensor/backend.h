@@ -171,6 +171,23 @@ class Backend {
   virtual void Softmax(const TensorBase& out, const TensorBase& in, int axis,
                        bool log) = 0;
 
+  // CrossEntropyBackward(): the gradient of the mean cross-entropy over rows
+  // through log_softmax, out [R, C] = (exp(log_probabilities) - q) *
+  // (grad / R) with q the target distribution: at row r's label
+  // 1 - eps + eps / C, elsewhere eps / C (eps = label_smoothing; the one-hot
+  // rows for 0). `labels` [R] are i64 and `grad` holds one value. The values
+  // of OneHot, Exp, Sub and a Mul by BinaryScalar(kDiv, grad, R) one after the
+  // other, bit for bit, in one pass and without their temporaries. Returns
+  // false, having written nothing, where the backend has no such kernel for
+  // these operands (the caller then runs those ops). The default has none.
+  virtual bool CrossEntropyBackward(const TensorBase& out,
+                                    const TensorBase& log_probabilities,
+                                    const TensorBase& labels,
+                                    double label_smoothing,
+                                    const TensorBase& grad) {
+    return false;
+  }
+
   // Matmul(): out [B.., M, N] = lhs [B.., M, K] x rhs [B.., K, N]; the batch
   // dims B.. are already broadcast (possibly zero strides).
   virtual void Matmul(const TensorBase& out, const TensorBase& lhs,

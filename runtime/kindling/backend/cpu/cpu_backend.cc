@@ -54,6 +54,15 @@ void CpuBackend::Softmax(const TensorBase& out, const TensorBase& in, int axis,
   SoftmaxKernel(out, in, axis, log);
 }
 
+bool CpuBackend::CrossEntropyBackward(const TensorBase& out,
+                                      const TensorBase& log_probabilities,
+                                      const TensorBase& labels,
+                                      double label_smoothing,
+                                      const TensorBase& grad) {
+  return CrossEntropyBackwardKernel(out, log_probabilities, labels,
+                                    label_smoothing, grad);
+}
+
 void CpuBackend::Matmul(const TensorBase& out, const TensorBase& lhs,
                         const TensorBase& rhs) {
   MatmulKernel(out, lhs, rhs);

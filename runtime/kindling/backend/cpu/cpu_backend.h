@@ -34,6 +34,10 @@ class CpuBackend final : public Backend {
               int axis) override;
   void Softmax(const TensorBase& out, const TensorBase& in, int axis,
                bool log) override;
+  bool CrossEntropyBackward(const TensorBase& out,
+                            const TensorBase& log_probabilities,
+                            const TensorBase& labels, double label_smoothing,
+                            const TensorBase& grad) override;
   void Matmul(const TensorBase& out, const TensorBase& lhs,
               const TensorBase& rhs) override;
   bool MatmulBias(const TensorBase& out, const TensorBase& lhs,

@@ -33,6 +33,13 @@ void ReduceKernel(ReduceOp op, const TensorBase& out, const TensorBase& in,
 void SoftmaxKernel(const TensorBase& out, const TensorBase& in, int axis,
                    bool log);
 
+// cross_entropy.cc: Backend::CrossEntropyBackward for f32 log-probabilities
+// [R, C] (contiguous) into a contiguous out.
+bool CrossEntropyBackwardKernel(const TensorBase& out,
+                                const TensorBase& log_probabilities,
+                                const TensorBase& labels,
+                                double label_smoothing, const TensorBase& grad);
+
 // matmul.cc
 void MatmulKernel(const TensorBase& out, const TensorBase& lhs,
                   const TensorBase& rhs);
