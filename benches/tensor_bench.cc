@@ -39,7 +39,9 @@
 //   BM_CrossEntropy/cross_entropy_backward  the same for nn::CrossEntropy of
 //                    the matrix's rows as logits over 1024 classes (row r's
 //                    label r * 7919 mod 1024), forward + backward of the
-//                    logits, against torch.nn.functional.cross_entropy.
+//                    logits, against torch.nn.functional.cross_entropy;
+//                    `peak_vs_logits`: the call's peak tensor memory beyond
+//                    what was live before it / the logits' bytes.
 // Each ratio's peer runs interleaved with the op inside the same benchmark
 // (one peer call after every iteration, timer paused), so both see the same
 // machine load; BM_Memcpy and BM_CblasSgemm also run alone for reference.
@@ -67,6 +69,7 @@
 #include "kindling/backend/cpu/parallel.h"
 #include "kindling/nn/loss.h"
 #include "kindling/nn/normalize.h"
+#include "kindling/tensor/memory_stats.h"
 #include "kindling/tensor/tensor.h"
 
 namespace kindling {
@@ -401,9 +404,19 @@ BENCHMARK_CAPTURE(BM_LayerNorm, layer_norm_backward, "layer_norm_backward",
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// Also reports peak_vs_logits: the most tensor memory one call holds beyond
+// what was live before it, over the logits' bytes (the log-probabilities
+// the backward reads and the gradient it writes are one each).
 void BM_CrossEntropy(benchmark::State& state, const std::string& torch_op,
                      void (*op)(const TorchCaseInputs&)) {
   CompareWithTorch(state, torch_op, op);
+  ResetMemoryStats(Device::Cpu());
+  const int64_t before = GetMemoryStats(Device::Cpu()).live_bytes;
+  op(Inputs());
+  state.counters["peak_vs_logits"] =
+      static_cast<double>(GetMemoryStats(Device::Cpu()).peak_live_bytes -
+                          before) /
+      static_cast<double>(Inputs().matrix.base().numel() * sizeof(float));
 }
 
 void CrossEntropyForwardBackward(In in) {
