@@ -97,14 +97,17 @@ Tensor<0> CrossEntropy(const Tensor<2>& logits_tensor,
       [log_probabilities = log_probabilities.Detach(),
        labels = SavedTensor(labels),
        label_smoothing](const TensorBase& grad) -> GradList {
-        // One pass where the backend has it (the same values).
-        const TensorBase fused = TensorBase::Empty(log_probabilities.shape(),
-                                                   log_probabilities.dtype(),
-                                                   log_probabilities.device());
-        if (GetBackend(fused.device())
-                .CrossEntropyBackward(fused, log_probabilities, labels.get(),
-                                      label_smoothing, grad)) {
-          return {fused};
+        // One pass where the backend has it (the same values). Scoped so
+        // that, declined, its output is freed before the composed ops run.
+        {
+          const TensorBase fused = TensorBase::Empty(
+              log_probabilities.shape(), log_probabilities.dtype(),
+              log_probabilities.device());
+          if (GetBackend(fused.device())
+                  .CrossEntropyBackward(fused, log_probabilities, labels.get(),
+                                        label_smoothing, grad)) {
+            return {fused};
+          }
         }
         const int64_t batch = log_probabilities.shape()[0];
         const int64_t classes = log_probabilities.shape()[1];
