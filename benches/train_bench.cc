@@ -51,7 +51,7 @@
 // BM_MlpEpochVsProducts alternates the MLP's epoch and those products alone
 // five times: epoch_vs_products (median of the pairs' ratios, with their
 // _min and _max) is what the step costs beyond its products, a figure that
-// holds still while the host's speed drifts between runs.
+// moves far less than either alone while the host's speed drifts.
 // KINDLING_TRAIN_BENCH_SAMPLES=N trains on the first N samples of the epoch's
 // order instead of all 60000 (the smoke test). KINDLING_TRAIN_BENCH_NO_PEER=1
 // skips the peers (no ratio): for profiling Kindling's epoch alone,
@@ -644,9 +644,10 @@ BENCHMARK(BM_MlpEpochProducts)
 // The MLP's epoch and its products alone (BM_MlpEpochProducts's work),
 // alternated kEpochProductPairs times; epoch_vs_products is the median of
 // the pairs' ratios. Each pair runs within seconds, so the ratio, what the
-// step costs beyond its matrix products, holds still while the host's speed
-// drifts from one run to the next (on a shared 2-core host, 24 runs of
-// BM_TrainEpochMlp in one half hour read ratio_vs_flop_limit 1.16-1.46).
+// step costs beyond its matrix products, moves far less than either alone
+// while the host's speed drifts (on a shared 2-core host, 24 runs of
+// BM_TrainEpochMlp in one half hour read ratio_vs_flop_limit 1.16-1.46,
+// four runs of this one 1.24-1.26).
 constexpr int kEpochProductPairs = 5;
 void BM_MlpEpochVsProducts(benchmark::State& state) {
   const MlpEpochProducts products;
