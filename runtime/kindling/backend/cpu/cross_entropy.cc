@@ -7,6 +7,16 @@
 // bits UnaryOp::kExp gives it (the lanes do not depend on each other), and
 // the target and the scale are rounded to float as BinaryScalar rounds its
 // scalar before the float operation.
+//
+// Library first: oneDNN 2.6's log-softmax backward (softmax_v2_backward,
+// softmax_log) computes the same gradient from an incoming gradient of
+// -q * grad / R, which must first be written out. On [4096, 1024] f32, two
+// threads, Zen 1 (a throwaway probe, three runs of medians of 15): that
+// primitive alone 33.9-35.8 ms, with the target's pass 35.5-42.0 ms, against
+// this kernel's 3.09-3.74 ms (11.2-11.6x), and its values are not the
+// composed ops' (401580 of 4194304 elements differ, by up to 9.1e-13). The
+// exponential is Kindling's own Exp8 (SLEEF's was measured against it in
+// benches/vector_math_bench.cc; docs/performance.md "Vector math").
 #include <immintrin.h>
 
 #include <algorithm>
@@ -21,11 +31,6 @@
 
 namespace kindling::cpu {
 namespace {
-
-// Rows are split over threads in chunks of at least this many elements:
-// elementwise.cc's grain for the exponential (UnaryOp::kExp), which sets
-// this pass's cost.
-constexpr int64_t kGrain = int64_t{1} << 13;
 
 // Target: the target distribution's two values, as the composed ops round
 // them: 1 and 0 (the one-hot rows), or with smoothing eps,
@@ -96,7 +101,8 @@ bool CrossEntropyBackwardKernel(const TensorBase& out,
   const float scale = element_math::SafeDiv(
       *grad.data_as<const float>(), Convert<float>(static_cast<double>(rows)));
   const Target target(label_smoothing, classes);
-  ParallelFor(rows, std::max<int64_t>(1, kGrain / classes),
+  // The exponential sets this pass's cost, as it does UnaryOp::kExp's.
+  ParallelFor(rows, std::max<int64_t>(1, kTranscendentalGrain / classes),
               [&](int64_t begin, int64_t end) {
                 for (int64_t r = begin; r < end; ++r) {
                   const int64_t row_label = label[r * label_stride];

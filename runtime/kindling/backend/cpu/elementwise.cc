@@ -25,10 +25,6 @@
 namespace kindling::cpu {
 namespace {
 
-// Element-wise functions that cost more than a load and a store get a smaller
-// parallel grain.
-constexpr int64_t kTranscendentalGrain = int64_t{1} << 13;
-
 // Outputs this large are written with non-temporal (streaming) stores: they
 // cannot stay in cache anyway, and a normal store first reads the line it
 // overwrites, so streaming cuts a + b's memory traffic from 4 to 3 passes.

@@ -46,6 +46,11 @@ inline constexpr int64_t kElementGrain = int64_t{1} << 16;
 // use it say what it measured there.
 inline constexpr int64_t kHeavyElementGrain = kElementGrain / 4;
 
+// kTranscendentalGrain is kElementGrain for loops that evaluate an
+// exponential, logarithm, tanh or the like per element (tens of
+// instructions, not a load and a store): an eighth of it.
+inline constexpr int64_t kTranscendentalGrain = kElementGrain / 8;
+
 // kChunksPerThread: work is cut into this many chunks per thread and handed
 // out dynamically, so a thread that loses its core (a busy machine, a
 // hyperthread sibling) delays the op by one chunk, not by half of it.
