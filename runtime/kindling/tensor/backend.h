@@ -188,6 +188,19 @@ class Backend {
     return false;
   }
 
+  // ReluBiasBackward(): the gradients of relu(x W + b) at its product and at
+  // its bias, from grad [R, N], the gradient at its output out [R, N]:
+  // grad_product [R, N] = grad where out > 0, else 0, and grad_bias [N] the
+  // sums of grad_product's columns. The values of Binary(kReluBackward, grad,
+  // out) and then Reduce(kSum) over axis 0, bit for bit, in one pass. Returns
+  // false, having written nothing, where the backend has no such kernel for
+  // these operands (the caller then runs those ops). The default has none.
+  virtual bool ReluBiasBackward(const TensorBase& grad_product,
+                                const TensorBase& grad_bias,
+                                const TensorBase& grad, const TensorBase& out) {
+    return false;
+  }
+
   // Matmul(): out [B.., M, N] = lhs [B.., M, K] x rhs [B.., K, N]; the batch
   // dims B.. are already broadcast (possibly zero strides).
   virtual void Matmul(const TensorBase& out, const TensorBase& lhs,

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "kindling/core/check.h"
 #include "kindling/tensor/backend.h"
@@ -156,6 +158,32 @@ TensorBase ComposedMatmulBias(const TensorBase& input, const TensorBase& weight,
                                                 : sum;
 }
 
+// ReluBiasGradients() is {the gradient at relu(x W + b)'s product, the
+// gradient at its bias (undefined unless need_bias)} from out_grad, the
+// gradient at its output relu_out: through the backend's fused kernel where
+// it has one, else the mask (Binary kReluBackward) and SumToShape.
+std::pair<TensorBase, TensorBase> ReluBiasGradients(const TensorBase& out_grad,
+                                                    const TensorBase& relu_out,
+                                                    const Shape& bias_shape,
+                                                    bool need_bias) {
+  if (need_bias) {
+    // Scoped: where the backend declines, its outputs are freed before the
+    // composed ops run.
+    TensorBase grad = TensorBase::Empty(out_grad.shape(), out_grad.dtype(),
+                                        out_grad.device());
+    TensorBase bias_grad =
+        TensorBase::Empty(bias_shape, out_grad.dtype(), out_grad.device());
+    if (GetBackend(out_grad.device())
+            .ReluBiasBackward(grad, bias_grad, out_grad, relu_out)) {
+      return {std::move(grad), std::move(bias_grad)};
+    }
+  }
+  TensorBase grad = Binary(BinaryOp::kReluBackward, out_grad, relu_out);
+  TensorBase bias_grad =
+      need_bias ? autodiff::SumToShape(grad, bias_shape) : TensorBase();
+  return {std::move(grad), std::move(bias_grad)};
+}
+
 }  // namespace
 
 TensorBase MatmulBias(const TensorBase& input, const TensorBase& weight,
@@ -191,14 +219,17 @@ TensorBase MatmulBias(const TensorBase& input, const TensorBase& weight,
        bias_shape = bias.shape(), need_a = input.is_require_grad(),
        need_b = weight.is_require_grad(), need_bias = bias.is_require_grad()](
           const TensorBase& out_grad) -> GradList {
-        const TensorBase grad =
-            relu_out.defined()
-                ? Binary(BinaryOp::kReluBackward, out_grad, relu_out)
-                : out_grad;
-        return {
-            need_a ? MatmulGradLhs(grad, a, b) : TensorBase(),
-            need_b ? MatmulGradRhs(grad, a, b) : TensorBase(),
-            need_bias ? autodiff::SumToShape(grad, bias_shape) : TensorBase()};
+        TensorBase grad = out_grad;
+        TensorBase bias_grad;
+        if (relu_out.defined()) {
+          std::tie(grad, bias_grad) =
+              ReluBiasGradients(out_grad, relu_out, bias_shape, need_bias);
+        } else if (need_bias) {
+          bias_grad = autodiff::SumToShape(out_grad, bias_shape);
+        }
+        return {need_a ? MatmulGradLhs(grad, a, b) : TensorBase(),
+                need_b ? MatmulGradRhs(grad, a, b) : TensorBase(),
+                std::move(bias_grad)};
       });
 }
 

@@ -63,6 +63,13 @@ bool CpuBackend::CrossEntropyBackward(const TensorBase& out,
                                     label_smoothing, grad);
 }
 
+bool CpuBackend::ReluBiasBackward(const TensorBase& grad_product,
+                                  const TensorBase& grad_bias,
+                                  const TensorBase& grad,
+                                  const TensorBase& out) {
+  return ReluBiasBackwardKernel(grad_product, grad_bias, grad, out);
+}
+
 void CpuBackend::Matmul(const TensorBase& out, const TensorBase& lhs,
                         const TensorBase& rhs) {
   MatmulKernel(out, lhs, rhs);

@@ -38,6 +38,9 @@ class CpuBackend final : public Backend {
                             const TensorBase& log_probabilities,
                             const TensorBase& labels, double label_smoothing,
                             const TensorBase& grad) override;
+  bool ReluBiasBackward(const TensorBase& grad_product,
+                        const TensorBase& grad_bias, const TensorBase& grad,
+                        const TensorBase& out) override;
   void Matmul(const TensorBase& out, const TensorBase& lhs,
               const TensorBase& rhs) override;
   bool MatmulBias(const TensorBase& out, const TensorBase& lhs,

@@ -40,6 +40,12 @@ bool CrossEntropyBackwardKernel(const TensorBase& out,
                                 const TensorBase& labels,
                                 double label_smoothing, const TensorBase& grad);
 
+// relu_bias_backward.cc: Backend::ReluBiasBackward for f32, all four
+// contiguous, [R, N] with N > 1.
+bool ReluBiasBackwardKernel(const TensorBase& grad_product,
+                            const TensorBase& grad_bias, const TensorBase& grad,
+                            const TensorBase& out);
+
 // matmul.cc
 void MatmulKernel(const TensorBase& out, const TensorBase& lhs,
                   const TensorBase& rhs);

@@ -339,36 +339,13 @@ void ReduceRows(ReduceOp op, T* out, int64_t* arg_out, const T* in,
 
 // --- Columns of floats (inner > 1) -----------------------------------------
 
-// SumColumns(): sums of the block's columns (divided by n for a mean). Rows
-// are added in float 64 at a time, then widened into double.
+// SumColumns(): sums of the block's columns (divided by n for a mean).
 template <bool kFull>
 void SumColumns(float* out, const ColumnBlock& b, bool mean) {
   const ColumnMasks masks(b.width);
-  __m256d total[2 * kColumnVectors];
-  for (__m256d& lanes : total) lanes = _mm256_setzero_pd();
-  for (int64_t first = 0; first < b.n; first += 64) {
-    const int64_t last = std::min(b.n, first + 64);
-    __m256 sum[kColumnVectors];
-    for (__m256& lanes : sum) lanes = _mm256_setzero_ps();
-    for (int64_t r = first; r < last; ++r) {
-      for (int k = 0; k < kColumnVectors; ++k) {
-        sum[k] =
-            _mm256_add_ps(sum[k], masks.Load<kFull>(b.x + r * b.stride, k));
-      }
-    }
-    for (int k = 0; k < kColumnVectors; ++k) {
-      total[2 * k] = _mm256_add_pd(
-          total[2 * k], _mm256_cvtps_pd(_mm256_castps256_ps128(sum[k])));
-      total[2 * k + 1] = _mm256_add_pd(
-          total[2 * k + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(sum[k], 1)));
-    }
-  }
-  const __m256d scale = _mm256_set1_pd(mean ? 1.0 / b.n : 1.0);
-  for (int k = 0; k < kColumnVectors; ++k) {
-    const __m128 low = _mm256_cvtpd_ps(_mm256_mul_pd(total[2 * k], scale));
-    const __m128 high = _mm256_cvtpd_ps(_mm256_mul_pd(total[2 * k + 1], scale));
-    masks.Store<kFull>(out, k, _mm256_set_m128(high, low));
-  }
+  SumColumnsOf<kFull>(out, masks, b.n, mean, [&](int64_t r, int k) {
+    return masks.Load<kFull>(b.x + r * b.stride, k);
+  });
 }
 
 // ExtremeColumns(): max (kMax) or min of each column; NaN if any is NaN.

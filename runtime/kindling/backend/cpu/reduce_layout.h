@@ -75,6 +75,41 @@ struct ColumnBlock {
   int64_t width;
 };
 
+// SumColumnsOf() writes the sums of a block's columns over rows [0, n)
+// (divided by n for a mean) to out, with row r's vector k of the block given
+// by row_vector(r, k). Rows are added in float 64 at a time, then widened
+// into double: the order of Reduce's column sums (reduce.cc), which a kernel
+// that computes the rows as it sums them (relu_bias_backward.cc) shares to
+// give their bits.
+template <bool kFull, class RowVector>
+void SumColumnsOf(float* out, const ColumnMasks& masks, int64_t n, bool mean,
+                  const RowVector& row_vector) {
+  __m256d total[2 * kColumnVectors];
+  for (__m256d& lanes : total) lanes = _mm256_setzero_pd();
+  for (int64_t first = 0; first < n; first += 64) {
+    const int64_t last = std::min(n, first + 64);
+    __m256 sum[kColumnVectors];
+    for (__m256& lanes : sum) lanes = _mm256_setzero_ps();
+    for (int64_t r = first; r < last; ++r) {
+      for (int k = 0; k < kColumnVectors; ++k) {
+        sum[k] = _mm256_add_ps(sum[k], row_vector(r, k));
+      }
+    }
+    for (int k = 0; k < kColumnVectors; ++k) {
+      total[2 * k] = _mm256_add_pd(
+          total[2 * k], _mm256_cvtps_pd(_mm256_castps256_ps128(sum[k])));
+      total[2 * k + 1] = _mm256_add_pd(
+          total[2 * k + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(sum[k], 1)));
+    }
+  }
+  const __m256d scale = _mm256_set1_pd(mean ? 1.0 / n : 1.0);
+  for (int k = 0; k < kColumnVectors; ++k) {
+    const __m128 low = _mm256_cvtpd_ps(_mm256_mul_pd(total[2 * k], scale));
+    const __m128 high = _mm256_cvtpd_ps(_mm256_mul_pd(total[2 * k + 1], scale));
+    masks.Store<kFull>(out, k, _mm256_set_m128(high, low));
+  }
+}
+
 // ForEachColumnBlock() calls body(block, out_offset) for every task of up
 // to block_width columns of `in`, in parallel, at least `grain` tasks to a
 // thread; out_offset is the task's first column in the [outer, inner]
