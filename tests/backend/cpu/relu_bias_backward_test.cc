@@ -5,7 +5,6 @@
 // blocks, columns split over threads, and outputs of -0, +0, NaN and
 // infinities; it declines, writing nothing, what it has no kernel for; and
 // matmul_bias_relu's gradients through Backward() are the same as before.
-#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>

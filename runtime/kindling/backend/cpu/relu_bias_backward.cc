@@ -14,12 +14,13 @@
 // took 0.53-0.78x their time at the MLP's [128, 256], 0.58-0.78x at
 // [256, 256], 0.68-0.80x at [128, 128] and 0.76x at [32, 256]
 // (benches/tensor_bench.cc's BM_ReluBiasBackward, Zen 1, two runs of
-// medians of 3). Beyond them the composed ops are parallel too, and this
-// pass, which walks 32 columns down all rows as Reduce's column sums do but
-// with two loads and a store a row, each a row's stride apart, took 0.94-1.31x
-// their time at [512, 256] and [4096, 256], and at [64, 1024], rows of 4 KiB,
-// 0.69-1.49x. A version that streamed each task's span of columns along the
-// rows with its sums in arrays was slower still.
+// medians of 3). The pass walks 32 columns down all rows, as Reduce's
+// column sums do, with two loads and a store a row, each a row's stride
+// apart: on rows of 4 KiB ([64, 1024]) it took 0.69-1.49x their time, and
+// beyond kElementGrain, where the composed ops run in parallel too,
+// 0.94-1.31x ([512, 256] and [4096, 256]). A version that streamed each
+// task's span of columns along the rows, with its sums in arrays, was no
+// faster at [128, 256] (0.77-0.81x) and slower at [4096, 256] (1.87-1.91x).
 #include <immintrin.h>
 
 #include <algorithm>
