@@ -438,9 +438,9 @@ BENCHMARK_CAPTURE(BM_CrossEntropy, cross_entropy_backward,
 // layer's product and bias through its ReLU, from the gradient at its output
 // (N(0, 1), the output half positive): the backend's one pass
 // (Backend::ReluBiasBackward, which takes up to 64 Ki elements in rows of up
-// to 256) against
-// the ops it replaces (Binary kReluBackward, then SumToShape), alternating in
-// the same loop. [128, 256] is the MLP's hidden layers.
+// to 256) against the ops it replaces (Binary kReluBackward, then
+// SumToShape), alternating in the same loop. [128, 256] is the MLP's hidden
+// layers.
 // `fused_vs_composed` = median fused time / median composed time.
 void BM_ReluBiasBackward(benchmark::State& state) {
   const int64_t rows = state.range(0);
