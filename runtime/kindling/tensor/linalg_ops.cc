@@ -161,7 +161,10 @@ TensorBase ComposedMatmulBias(const TensorBase& input, const TensorBase& weight,
 // ReluBiasGradients() is {the gradient at relu(x W + b)'s product, the
 // gradient at its bias (undefined unless need_bias)} from out_grad, the
 // gradient at its output relu_out: through the backend's fused kernel where
-// it has one, else the mask (Binary kReluBackward) and SumToShape.
+// it has one, else the mask (Binary kReluBackward) and SumToShape. The CPU's
+// kernel took 0.53-0.55x those ops' time at the MLP's [128, 256], and 1/45
+// of oneDNN's ReLU backward plus reduction (figures in
+// backend/cpu/relu_bias_backward.cc).
 std::pair<TensorBase, TensorBase> ReluBiasGradients(const TensorBase& out_grad,
                                                     const TensorBase& relu_out,
                                                     const Shape& bias_shape,

@@ -21,6 +21,14 @@
 // 0.94-1.31x ([512, 256] and [4096, 256]). A version that streamed each
 // task's span of columns along the rows, with its sums in arrays, was no
 // faster at [128, 256] (0.77-0.81x) and slower at [4096, 256] (1.87-1.91x).
+//
+// Library first: oneDNN 2.6's ReLU backward from the output
+// (eltwise_backward, eltwise_relu_use_dst_for_bwd) followed by its sum over
+// axis 0 (reduction_sum, which on AVX2 takes its ref:any implementation)
+// took 368-371 us at [128, 256] on two threads, Zen 1 (a throwaway probe,
+// three runs of medians of 2000 calls), against this kernel's 7.9-8.2 us:
+// 45x. No GEMM or transcendental is involved, so OpenBLAS, libxsmm and
+// SLEEF have nothing to offer here.
 #include <immintrin.h>
 
 #include <algorithm>
