@@ -19,7 +19,9 @@
 #   kernels    cuda_kernels_bench alone (about a minute: for a kernel change);
 #   examples   quickstart and cnn on cuda:0 (the bundle's Fashion-MNIST subset);
 #   cpu        train_bench's CPU epochs (MLP, CNN) against the FLOP limit,
-#              pinned to cores 0 and 1 of this quiet machine, no peers;
+#              the MLP epoch's products alone and the epoch against them
+#              (epoch_vs_products), pinned to cores 0 and 1 of this quiet
+#              machine, no peers;
 #   dp         data_parallel_bench over Gloo on cores 0-1 and 0-3, and on
 #              0-3 with 256 KiB buckets.
 # Each command has its own timeout (--timeout, default 480 s), so one hang
@@ -458,7 +460,8 @@ run_cpu_epochs() {
   fi
   bench_cores=0,1 KINDLING_TRAIN_BENCH_NO_PEER=1 \
     KINDLING_TRAIN_BENCH_SAMPLES=20000 run_bench train_bench \
-    --benchmark_filter='BM_TrainEpoch(Mlp|Cnn)' --benchmark_repetitions=5
+    --benchmark_filter='BM_TrainEpoch(Mlp|Cnn)|BM_MlpEpochProducts|BM_MlpEpochVsProducts' \
+    --benchmark_repetitions=3
 }
 
 # Data parallel over Gloo (no mpirun here): 2 ranks x 1 thread against 1
