@@ -25,8 +25,11 @@
 // --benchmark_filter for a per-model figure), and kindling_faults_per_step,
 // the process's minor page faults per step after the epoch's first
 // kWarmUpSteps (well under one once the CPU allocator serves every step's
-// blocks from its cache, cpu_allocator.h). The loss every 50 steps of every
-// run is printed to stderr side by side.
+// blocks from its cache, cpu_allocator.h). phase_data_s, phase_forward_s,
+// phase_backward_s and phase_optimizer_s are the Trainer's seconds in each
+// phase of the epoch's steps (TrainerOptions::time_phases), and
+// optimizer_vs_flop_limit the optimizer's part of ratio_vs_flop_limit. The
+// loss every 50 steps of every run is printed to stderr side by side.
 //
 // On a GPU (built with --config=cuda), BM_DeviceTrainEpochMlp/Cnn train the
 // same epoch on cuda:0 and on the CPU back to back: ratio_vs_cpu = cuda /
@@ -51,7 +54,8 @@
 // BM_MlpEpochVsProducts alternates the MLP's epoch and those products alone
 // five times: epoch_vs_products (median of the pairs' ratios, with their
 // _min and _max) is what the step costs beyond its products, a figure that
-// moves far less than either alone while the host's speed drifts.
+// moves far less than either alone while the host's speed drifts;
+// optimizer_vs_products (median) is the optimizer's steps' part of it.
 // KINDLING_TRAIN_BENCH_SAMPLES=N trains on the first N samples of the epoch's
 // order instead of all 60000 (the smoke test). KINDLING_TRAIN_BENCH_NO_PEER=1
 // skips the peers (no ratio): for profiling Kindling's epoch alone,
@@ -235,14 +239,17 @@ Tensor<2> CnnLogits(const examples::Cnn& model, const data::Batch& batch,
 
 // KindlingEpoch() trains one epoch of `M` on `device` (Adam 1e-3, batch
 // 128, in the order of Data()) and returns its seconds, or the error. It
-// appends each step's loss to `losses` and sets `warm_faults` to the
-// process's minor page faults after step kWarmUpSteps, where given.
+// appends each step's loss to `losses`, sets `warm_faults` to the process's
+// minor page faults after step kWarmUpSteps and `phases` to the Trainer's
+// time in each phase of the steps (TrainerOptions::time_phases), where
+// given.
 template <class M, class Config>
 absl::StatusOr<double> KindlingEpoch(
     const kindling::Device& device,
     typename train::ClassifierTrainer<M>::ForwardFn forward, int64_t* samples,
     std::vector<double>* losses = nullptr,
-    std::optional<int64_t>* warm_faults = nullptr) {
+    std::optional<int64_t>* warm_faults = nullptr,
+    train::StepPhases* phases = nullptr) {
   kindling::SetInitSeed(kSeed);
   M model = Config{}.Init(device);
   absl::StatusOr<kindling::Optimizer> optimizer =
@@ -251,7 +258,9 @@ absl::StatusOr<double> KindlingEpoch(
   // In order: the rows are already in EpochOrder(kSeed, 0).
   data::DataLoader loader(Data().dataset,
                           {.batch_size = kBatch, .shuffle = false});
-  train::TrainerOptions options{.epochs = 1, .progress = {.quiet = true}};
+  train::TrainerOptions options{.epochs = 1,
+                                .progress = {.quiet = true},
+                                .time_phases = phases != nullptr};
   if (losses != nullptr || warm_faults != nullptr) {
     options.on_step = [losses, warm_faults](int64_t step, double loss) {
       if (losses != nullptr) losses->push_back(loss);
@@ -275,7 +284,24 @@ absl::StatusOr<double> KindlingEpoch(
           .count();
   if (!report.ok()) return report.status();
   *samples = report->samples;
+  if (phases != nullptr) *phases = report->phases;
   return seconds;
+}
+
+// ReportPhases() sets the counters of where the epoch's steps spent their
+// time (phase_*_s: the loader, forward and loss, backward, the optimizer)
+// and optimizer_vs_flop_limit, the optimizer's seconds over the epoch's
+// FLOP limit (ReportFlopLimit() must have set flop_limit_s): the share of
+// ratio_vs_flop_limit that the optimizer's steps take.
+void ReportPhases(benchmark::State& state, const train::StepPhases& phases) {
+  state.counters["phase_data_s"] = phases.data;
+  state.counters["phase_forward_s"] = phases.forward;
+  state.counters["phase_backward_s"] = phases.backward;
+  state.counters["phase_optimizer_s"] = phases.optimizer;
+  const double limit = state.counters["flop_limit_s"];
+  if (limit > 0) {
+    state.counters["optimizer_vs_flop_limit"] = phases.optimizer / limit;
+  }
 }
 
 // EveryNth(values, n) is values[n - 1], values[2n - 1], ...: the losses of
@@ -323,8 +349,10 @@ void TrainEpoch(benchmark::State& state, const std::string& peer_model,
     int64_t samples = 0;
     std::vector<double> losses;
     std::optional<int64_t> warm_faults;
-    const absl::StatusOr<double> seconds = KindlingEpoch<M, Config>(
-        kindling::Device::Cpu(), forward, &samples, &losses, &warm_faults);
+    train::StepPhases phases;
+    const absl::StatusOr<double> seconds =
+        KindlingEpoch<M, Config>(kindling::Device::Cpu(), forward, &samples,
+                                 &losses, &warm_faults, &phases);
     const int64_t faults = MinorPageFaults();
     if (!seconds.ok() || losses.empty()) {
       state.SkipWithError(seconds.ok() ? "the epoch ran no step"
@@ -348,6 +376,7 @@ void TrainEpoch(benchmark::State& state, const std::string& peer_model,
     kindling::bench::ReportFlopLimit(
         state, examples::TrainingFlops(Config{}.Init(), samples).total(),
         *seconds, kindling::bench::BestGemmRate());
+    ReportPhases(state, phases);
     if (std::getenv("KINDLING_TRAIN_BENCH_NO_PEER") != nullptr) continue;
     std::vector<std::pair<std::string, std::vector<double>>> curves = {
         {"kindling", EveryNth(losses, kLossEvery)}};
@@ -652,12 +681,14 @@ constexpr int kEpochProductPairs = 5;
 void BM_MlpEpochVsProducts(benchmark::State& state) {
   const MlpEpochProducts products;
   for (auto _ : state) {
-    std::vector<double> epochs, alone, ratios;
+    std::vector<double> epochs, alone, ratios, optimizer_ratios;
     for (int pair = 0; pair < kEpochProductPairs; ++pair) {
       int64_t samples = 0;
+      train::StepPhases phases;
       const absl::StatusOr<double> epoch =
           KindlingEpoch<examples::Mlp, examples::MlpConfig>(
-              kindling::Device::Cpu(), MlpLogits, &samples);
+              kindling::Device::Cpu(), MlpLogits, &samples, nullptr, nullptr,
+              &phases);
       if (!epoch.ok()) {
         state.SkipWithError(epoch.status().ToString().c_str());
         return;
@@ -665,6 +696,7 @@ void BM_MlpEpochVsProducts(benchmark::State& state) {
       epochs.push_back(*epoch);
       alone.push_back(products.Seconds());
       ratios.push_back(epochs.back() / alone.back());
+      optimizer_ratios.push_back(phases.optimizer / alone.back());
     }
     state.SetIterationTime(Median(epochs));
     state.counters["kindling_epoch_s"] = Median(epochs);
@@ -674,6 +706,7 @@ void BM_MlpEpochVsProducts(benchmark::State& state) {
         *std::min_element(ratios.begin(), ratios.end());
     state.counters["epoch_vs_products_max"] =
         *std::max_element(ratios.begin(), ratios.end());
+    state.counters["optimizer_vs_products"] = Median(optimizer_ratios);
   }
 }
 BENCHMARK(BM_MlpEpochVsProducts)

@@ -60,6 +60,39 @@ TEST(TrainerTest, LearnsTheTinyTaskAndReportsEpochs) {
   EXPECT_EQ(report->final_state.epoch, 8);
 }
 
+// time_phases: every phase of every step is timed inside the run's
+// training time, with and without accumulation; off, nothing is.
+TEST(TrainerTest, TimesEachPhaseOnlyWhenAsked) {
+  for (const int64_t accumulation_steps : {1, 2}) {
+    for (const bool time_phases : {false, true}) {
+      SCOPED_TRACE(testing::Message()
+                   << "accumulation_steps " << accumulation_steps
+                   << ", time_phases " << time_phases);
+      examples::Mlp model = test::TinyModel(1);
+      Optimizer optimizer = test::TinyOptimizer();
+      const data::ImageDataset dataset = test::TinyDataset(3);
+      data::DataLoader loader(dataset, test::TinyLoaderOptions());
+      TrainerOptions options = Quiet();
+      options.accumulation_steps = accumulation_steps;
+      options.time_phases = time_phases;
+      ClassifierTrainer<examples::Mlp> trainer(
+          model, optimizer, loader, dataset, test::TinyForward, options);
+      absl::StatusOr<TrainReport> report = trainer.Run();
+      ASSERT_TRUE(report.ok()) << report.status();
+      const StepPhases& phases = report->phases;
+      if (!time_phases) {
+        EXPECT_EQ(phases.total(), 0);
+        continue;
+      }
+      EXPECT_GT(phases.data, 0);
+      EXPECT_GT(phases.forward, 0);
+      EXPECT_GT(phases.backward, 0);
+      EXPECT_GT(phases.optimizer, 0);
+      EXPECT_LE(phases.total(), report->train_seconds);
+    }
+  }
+}
+
 TEST(TrainStateTest, MetadataRoundTripsAndRejectsBadEntries) {
   const TrainState state{
       .epoch = 3,

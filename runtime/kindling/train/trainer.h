@@ -91,6 +91,7 @@
 #include "kindling/train/interrupt.h"
 #include "kindling/train/metrics.h"
 #include "kindling/train/progress.h"
+#include "kindling/train/step_phases.h"
 
 namespace kindling::train {
 
@@ -128,6 +129,10 @@ struct TrainerOptions {
   // step over the ones left (still scaled by 1 / k). Checkpoints and stops
   // fall between optimizer steps.
   int64_t accumulation_steps = 1;
+  // time_phases: add up each step's seconds in the loader, the step
+  // function, Backward() and the optimizer (TrainReport::phases,
+  // step_phases.h). Four pairs of clock reads a step; off, none.
+  bool time_phases = false;
 };
 
 // StepContext: what a step function gets besides the model and the batch.
@@ -182,6 +187,9 @@ struct TrainReport {
   // resumed_from: the checkpoint directory the run continued from, if any.
   std::string resumed_from;
   TrainState final_state;
+  // phases: with TrainerOptions::time_phases, where the steps' time went
+  // (all zero without).
+  StepPhases phases;
 
   double samples_per_second() const {
     return train_seconds > 0 ? samples / train_seconds : 0;
@@ -320,6 +328,17 @@ class Trainer {
   absl::Status StepAccumulated(Gradients& sum,
                                const std::vector<ParamId>& order);
   absl::StatusOr<bool> RunEpoch(TrainReport& report, ProgressPrinter& progress);
+  // PhaseSeconds() is where `phase`'s seconds add up while
+  // TrainerOptions::time_phases is on inside Run(), else null.
+  double* PhaseSeconds(double StepPhases::*phase) {
+    return phases_ == nullptr ? nullptr : &(phases_->*phase);
+  }
+  // Timed() returns f(), its seconds added to `phase` (PhaseSeconds()).
+  template <class F>
+  decltype(auto) Timed(double StepPhases::*phase, F&& f) {
+    PhaseClock clock(PhaseSeconds(phase));
+    return f();
+  }
   // EvaluateEpoch() is an epoch's metrics: Evaluate() on rank 0 (empty on
   // the others), or with a sharded evaluation every rank's shard added up.
   absl::StatusOr<Metrics> EvaluateEpoch() const {
@@ -387,6 +406,9 @@ class Trainer {
   PhiloxGenerator rng_;
   uint64_t dropout_seed_ = options_.dropout_seed;
   std::unique_ptr<distributed::GradientSync> sync_;
+  // phases_: the running Run()'s report's phases while time_phases is on,
+  // else null (Step() outside Run() is not timed).
+  StepPhases* phases_ = nullptr;
 };
 
 // Deduces Trainer<M, Loader> from the model and the loader, whatever the
@@ -418,12 +440,18 @@ absl::StatusOr<Tensor<0>> Trainer<M, Loader>::StepOnDevice(
                       .rng = rng_,
                       .step = optimizer_.step_count() + 1,
                       .device = *device};
-  const Tensor<0> loss = step_(model_, batch, context);
+  const Tensor<0> loss = Timed(&StepPhases::forward,
+                               [&] { return step_(model_, batch, context); });
   BackwardOptions backward;
   if (sync_ != nullptr) backward.on_gradient_ready = sync_->Hook();
-  const Gradients grads = Backward(loss, backward);
-  if (sync_ != nullptr) KINDLING_RETURN_IF_ERROR(sync_->Finish());
-  KINDLING_RETURN_IF_ERROR(optimizer_.Step(model_, grads));
+  const Gradients grads =
+      Timed(&StepPhases::backward, [&] { return Backward(loss, backward); });
+  if (sync_ != nullptr) {
+    KINDLING_RETURN_IF_ERROR(
+        Timed(&StepPhases::backward, [&] { return sync_->Finish(); }));
+  }
+  KINDLING_RETURN_IF_ERROR(Timed(
+      &StepPhases::optimizer, [&] { return optimizer_.Step(model_, grads); }));
   return loss.detach();
 }
 
@@ -437,7 +465,9 @@ absl::StatusOr<Tensor<0>> Trainer<M, Loader>::AccumulateOnDevice(
                       .rng = rng_,
                       .step = optimizer_.step_count() + 1,
                       .device = *device};
-  const Tensor<0> loss = step_(model_, batch, context);
+  const Tensor<0> loss = Timed(&StepPhases::forward,
+                               [&] { return step_(model_, batch, context); });
+  PhaseClock backward_clock(PhaseSeconds(&StepPhases::backward));
   BackwardOptions backward;
   const bool first = !sum.has_value();
   if (first) {
@@ -471,7 +501,8 @@ Trainer<M, Loader>::TrainStep() {
   StepResult result;
   int64_t micro = 0;
   while (micro < accumulate) {
-    std::optional<BatchType> batch = loader_.Next();
+    std::optional<BatchType> batch =
+        Timed(&StepPhases::data, [&] { return loader_.Next(); });
     if (!batch.has_value()) {
       result.epoch_ended = true;
       break;
@@ -501,6 +532,7 @@ template <Module M, BatchLoader Loader>
 absl::Status Trainer<M, Loader>::StepAccumulated(
     Gradients& sum, const std::vector<ParamId>& order) {
   if (sync_ != nullptr) {
+    PhaseClock clock(PhaseSeconds(&StepPhases::backward));
     for (const ParamId& id : order) {
       if (std::optional<TensorBase> grad = sum.Get(id)) {
         sync_->OnGradientReady(*grad);
@@ -508,7 +540,8 @@ absl::Status Trainer<M, Loader>::StepAccumulated(
     }
     KINDLING_RETURN_IF_ERROR(sync_->Finish());
   }
-  return optimizer_.Step(model_, sum);
+  return Timed(&StepPhases::optimizer,
+               [&] { return optimizer_.Step(model_, sum); });
 }
 
 template <Module M, BatchLoader Loader>
@@ -680,11 +713,14 @@ absl::StatusOr<TrainReport> Trainer<M, Loader>::Run() {
                                   report.resumed_from, state().epoch + 1,
                                   state().step));
   }
+  absl::StatusOr<bool> finished = true;
+  phases_ = options_.time_phases ? &report.phases : nullptr;
   while (loader_.state().epoch < options_.epochs) {
-    absl::StatusOr<bool> finished = RunEpoch(report, progress);
-    if (!finished.ok()) return finished.status();
-    if (!*finished) break;
+    finished = RunEpoch(report, progress);
+    if (!finished.ok() || !*finished) break;
   }
+  phases_ = nullptr;
+  if (!finished.ok()) return finished.status();
   report.final_state = state();
   return report;
 }
