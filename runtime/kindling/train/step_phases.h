@@ -4,7 +4,8 @@
 //
 //   TrainerOptions options{.epochs = 1, .time_phases = true};
 //   ...
-//   const StepPhases& phases = trainer.Run()->phases;
+//   absl::StatusOr<TrainReport> report = trainer.Run();
+//   const StepPhases& phases = report->phases;
 //   // phases.optimizer / report->train_seconds: the optimizer's share.
 //
 // Times are the host's wall-clock seconds. On the CPU every op runs before
