@@ -98,13 +98,14 @@ GemmRate BestGemmRate() {
   return best;
 }
 
-void ReportFlopLimit(benchmark::State& state, double flops, double seconds,
-                     const GemmRate& rate) {
+double ReportFlopLimit(benchmark::State& state, double flops, double seconds,
+                       const GemmRate& rate) {
   const double limit = flops / rate.flops_per_second;
   state.counters["gemm_GFLOPs"] = rate.flops_per_second / 1e9;
   state.counters["gemm_is_onednn"] = rate.library == "onednn";
   state.counters["flop_limit_s"] = limit;
   state.counters["ratio_vs_flop_limit"] = seconds / limit;
+  return limit;
 }
 
 }  // namespace kindling::bench

@@ -28,9 +28,9 @@ GemmRate BestGemmRate();
 // ReportFlopLimit() sets `state`'s counters for a workload of `flops` that
 // took `seconds`: gemm_GFLOPs (the rate), gemm_is_onednn (1 when oneDNN's
 // was the faster, 0 for OpenBLAS), flop_limit_s (flops / rate) and
-// ratio_vs_flop_limit (seconds / flop_limit_s).
-void ReportFlopLimit(benchmark::State& state, double flops, double seconds,
-                     const GemmRate& rate);
+// ratio_vs_flop_limit (seconds / flop_limit_s), and returns flop_limit_s.
+double ReportFlopLimit(benchmark::State& state, double flops, double seconds,
+                       const GemmRate& rate);
 
 }  // namespace kindling::bench
 

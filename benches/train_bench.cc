@@ -291,17 +291,15 @@ absl::StatusOr<double> KindlingEpoch(
 // ReportPhases() sets the counters of where the epoch's steps spent their
 // time (phase_*_s: the loader, forward and loss, backward, the optimizer)
 // and optimizer_vs_flop_limit, the optimizer's seconds over the epoch's
-// FLOP limit (ReportFlopLimit() must have set flop_limit_s): the share of
-// ratio_vs_flop_limit that the optimizer's steps take.
-void ReportPhases(benchmark::State& state, const train::StepPhases& phases) {
+// FLOP limit `flop_limit_s`: the share of ratio_vs_flop_limit that the
+// optimizer's steps take.
+void ReportPhases(benchmark::State& state, const train::StepPhases& phases,
+                  double flop_limit_s) {
   state.counters["phase_data_s"] = phases.data;
   state.counters["phase_forward_s"] = phases.forward;
   state.counters["phase_backward_s"] = phases.backward;
   state.counters["phase_optimizer_s"] = phases.optimizer;
-  const double limit = state.counters["flop_limit_s"];
-  if (limit > 0) {
-    state.counters["optimizer_vs_flop_limit"] = phases.optimizer / limit;
-  }
+  state.counters["optimizer_vs_flop_limit"] = phases.optimizer / flop_limit_s;
 }
 
 // EveryNth(values, n) is values[n - 1], values[2n - 1], ...: the losses of
@@ -373,10 +371,10 @@ void TrainEpoch(benchmark::State& state, const std::string& peer_model,
     }
     // Rows enter every layer linearly: the epoch's FLOPs are one batch of
     // `samples` rows.
-    kindling::bench::ReportFlopLimit(
+    const double flop_limit_s = kindling::bench::ReportFlopLimit(
         state, examples::TrainingFlops(Config{}.Init(), samples).total(),
         *seconds, kindling::bench::BestGemmRate());
-    ReportPhases(state, phases);
+    ReportPhases(state, phases, flop_limit_s);
     if (std::getenv("KINDLING_TRAIN_BENCH_NO_PEER") != nullptr) continue;
     std::vector<std::pair<std::string, std::vector<double>>> curves = {
         {"kindling", EveryNth(losses, kLossEvery)}};
